@@ -1,0 +1,142 @@
+package io.mbxrelay.crypto;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.mbxrelay.wire.CanonicalJson;
+import io.mbxrelay.wire.Json;
+import java.math.BigInteger;
+import java.util.OptionalDouble;
+import java.util.OptionalLong;
+import java.util.regex.Pattern;
+
+/**
+ * The signed relay hop ({@code wire.md §2}): what a caller signs and the relay verifies, plus the timestamp
+ * rules. Not the host-to-host LAN hop. Stateless and thread-safe.
+ */
+public final class HopText {
+
+  /** Allowed clock difference between caller and relay, ms (±5 min, both directions). */
+  public static final long MAX_SKEW_MS = 300_000;
+
+  private static final Pattern DECIMAL =
+      Pattern.compile("[+-]?(?:Infinity|(?:\\d+\\.?\\d*|\\.\\d+)(?:[eE][+-]?\\d+)?)");
+  private static final Pattern NON_DECIMAL = Pattern.compile("0(?:[xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)");
+
+  private HopText() {}
+
+  /**
+   * The signed text: canonical JSON of {@code {method, path, ts, body: METHOD + ":" + path + ":" + ts + ":" +
+   * rawBody}}, i.e. {@code {"body":"<M>:<P>:<TS>:<RAW>","method":"<M>","path":"<P>","ts":"<TS>"}}. Sign or verify
+   * its UTF-8 bytes.
+   *
+   * @param method the upper-case HTTP method as on the request line (used as given)
+   * @param signedPath the path from {@link #signedPath(String, String)}
+   * @param ts the exact {@code x-mbx-ts} header string
+   * @param rawBody the request body as received, decoded as UTF-8 with replacement characters; {@code ""} for
+   *     GET (null is treated as {@code ""})
+   * @return the text to sign
+   */
+  public static String signedText(String method, String signedPath, String ts, String rawBody) {
+    String body = rawBody == null ? "" : rawBody;
+    ObjectNode o = Json.MAPPER.createObjectNode();
+    o.put("method", method);
+    o.put("path", signedPath);
+    o.put("ts", ts);
+    o.put("body", method + ":" + signedPath + ":" + ts + ":" + body);
+    return CanonicalJson.canonicalize(o);
+  }
+
+  /**
+   * The server's "signedPath": for a path starting with {@code /v2/} the path plus {@code ?} and the raw
+   * (still percent-encoded) query — no {@code ?} when the query is null or empty; for any other path
+   * ({@code /v1/...}) the path only. Decided by the prefix alone, not by {@code x-mbx-key}. The reference
+   * normalizes the path with a WHATWG URL parse first; clients never send paths that this changes.
+   *
+   * @param rawPath the request path as on the request line (no query)
+   * @param rawQueryOrNull the raw query without {@code ?}, or null
+   * @return the path that is signed
+   */
+  public static String signedPath(String rawPath, String rawQueryOrNull) {
+    if (rawPath.startsWith("/v2/") && rawQueryOrNull != null && !rawQueryOrNull.isEmpty()) {
+      return rawPath + "?" + rawQueryOrNull;
+    }
+    return rawPath;
+  }
+
+  /**
+   * Reads the {@code x-mbx-ts} header with JS {@code Number(ts)} rules, floored to whole milliseconds:
+   * surrounding JS whitespace is ignored; decimal with optional sign, fraction and exponent ({@code 1e12});
+   * unsigned {@code 0x}/{@code 0o}/{@code 0b} integers. Deviation: the empty (or blank) string, which JS reads
+   * as 0, is refused because the header is required. Flooring can move the ±5 min boundary by under 1 ms.
+   *
+   * @param ts the header value (null → empty)
+   * @return epoch ms, or empty when JS would give NaN or ±Infinity
+   */
+  public static OptionalLong parseTs(String ts) {
+    OptionalDouble d = jsNumber(ts);
+    if (d.isEmpty() || !Double.isFinite(d.getAsDouble())) {
+      return OptionalLong.empty();
+    }
+    return OptionalLong.of((long) Math.floor(d.getAsDouble()));
+  }
+
+  /**
+   * JS {@code Number(text)} for a string (blank refused, see {@link #parseTs(String)}).
+   *
+   * @param text the text (null → empty)
+   * @return the number (possibly ±Infinity), or empty for NaN
+   */
+  public static OptionalDouble jsNumber(String text) {
+    if (text == null) {
+      return OptionalDouble.empty();
+    }
+    String s = stripJsWhitespace(text);
+    if (s.isEmpty()) {
+      return OptionalDouble.empty();
+    }
+    if (NON_DECIMAL.matcher(s).matches()) {
+      int radix = switch (Character.toLowerCase(s.charAt(1))) {
+        case 'x' -> 16;
+        case 'o' -> 8;
+        default -> 2;
+      };
+      return OptionalDouble.of(new BigInteger(s.substring(2), radix).doubleValue());
+    }
+    if (!DECIMAL.matcher(s).matches()) {
+      return OptionalDouble.empty();
+    }
+    if (s.endsWith("Infinity")) {
+      return OptionalDouble.of(s.startsWith("-") ? Double.NEGATIVE_INFINITY : Double.POSITIVE_INFINITY);
+    }
+    return OptionalDouble.of(Double.parseDouble(s));
+  }
+
+  /**
+   * The freshness rule: {@code |now − ts| ≤ 300,000 ms}.
+   *
+   * @param tsMs the caller's timestamp, ms since the epoch
+   * @param nowMs the relay's clock, ms since the epoch
+   * @return whether the hop is within the window
+   */
+  public static boolean fresh(long tsMs, long nowMs) {
+    return Math.abs((double) nowMs - (double) tsMs) <= MAX_SKEW_MS;
+  }
+
+  private static String stripJsWhitespace(String s) {
+    int start = 0;
+    int end = s.length();
+    while (start < end && isJsWhitespace(s.charAt(start))) {
+      start++;
+    }
+    while (end > start && isJsWhitespace(s.charAt(end - 1))) {
+      end--;
+    }
+    return s.substring(start, end);
+  }
+
+  /** ECMAScript WhiteSpace and LineTerminator code points. */
+  private static boolean isJsWhitespace(char c) {
+    return c == '\t' || c == '\n' || c == 0x0B || c == '\f' || c == '\r' || c == ' ' || c == 0xA0
+        || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F
+        || c == 0x205F || c == 0x3000 || c == 0xFEFF;
+  }
+}
