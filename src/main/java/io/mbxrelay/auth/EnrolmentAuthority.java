@@ -1,0 +1,50 @@
+package io.mbxrelay.auth;
+
+import com.fasterxml.jackson.databind.JsonNode;
+
+/**
+ * Decides whether a host key may enrol (seed 000 §8): {@code authorize({host_name, host_pubkey, owner_fp, proof}) →
+ * {ok, account?, org?, reason?}}. A thrown exception means the authority is unavailable and the enrolment is denied
+ * with reason {@code the enrolment authority is unavailable} (wire.md §4.1).
+ *
+ * <p>Implementations must be thread-safe and must not block (they run on event loops).
+ */
+public interface EnrolmentAuthority {
+
+  /**
+   * The question.
+   *
+   * @param hostName requested label
+   * @param hostPubkey the key that proved possession by signing the challenge
+   * @param ownerFp the host's unproven owner claim
+   * @param proof the request's {@code proof} member, or null
+   */
+  record Request(String hostName, String hostPubkey, String ownerFp, JsonNode proof) {}
+
+  /**
+   * The answer.
+   *
+   * @param ok granted
+   * @param account proven account, or null
+   * @param org proven organisation, or null
+   * @param reason denial reason (≤ 200 chars used), or null
+   */
+  record Decision(boolean ok, String account, String org, String reason) {
+    /** A grant without account. */
+    public static Decision granted() {
+      return new Decision(true, null, null, null);
+    }
+  }
+
+  /** Name stored in {@code enrolments.authorized_by} when this authority grants an account. */
+  String name();
+
+  /**
+   * Decides.
+   *
+   * @param request the enrolment
+   * @return the decision
+   * @throws Exception when the authority is unavailable (treated as a denial)
+   */
+  Decision authorize(Request request) throws Exception;
+}

@@ -1,0 +1,45 @@
+package io.mbxrelay.cli;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/**
+ * {@code mbxrelay}: the relay server and its operator and host commands (wire.md §5 "CLI", §6).
+ *
+ * <p>Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error.
+ */
+@Command(name = "mbxrelay", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
+    description = "Durable, content-blind store-and-forward relay for AgentMBX hosts.",
+    subcommands = {ServeCommand.class, KeygenCommand.class, HostCommand.class, CommandLine.HelpCommand.class})
+public final class Main implements Runnable {
+
+  /**
+   * Entry point.
+   *
+   * @param args command line
+   */
+  public static void main(String[] args) {
+    int code = commandLine().execute(args);
+    if (code != 0 || args.length == 0 || !"serve".equals(args[0])) {
+      System.exit(code);
+    }
+  }
+
+  /** The configured picocli command line (tests run commands through it). */
+  public static CommandLine commandLine() {
+    return new CommandLine(new Main()).setCaseInsensitiveEnumValuesAllowed(true);
+  }
+
+  @Override
+  public void run() {
+    CommandLine.usage(this, System.err);
+  }
+
+  /** Version from the jar manifest. */
+  static final class Version implements CommandLine.IVersionProvider {
+    @Override
+    public String[] getVersion() {
+      return new String[] {"mbxrelay " + io.mbxrelay.server.RelayServer.version()};
+    }
+  }
+}

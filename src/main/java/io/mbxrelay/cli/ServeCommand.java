@@ -1,0 +1,145 @@
+package io.mbxrelay.cli;
+
+import io.mbxrelay.auth.ClientAddress;
+import io.mbxrelay.config.ConfigException;
+import io.mbxrelay.config.ConfigLoader;
+import io.mbxrelay.config.RelayConfig;
+import io.mbxrelay.crypto.Ed25519KeyPair;
+import io.mbxrelay.crypto.RelayKeyException;
+import io.mbxrelay.crypto.RelayKeys;
+import io.mbxrelay.server.CrashPoint;
+import io.mbxrelay.server.RelayServer;
+import io.mbxrelay.store.StoreOpenException;
+import io.mbxrelay.store.sqlite.SqliteRelayStore;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code mbxrelay serve} (wire.md §5 "CLI"): port {@code --port} &gt; {@code $PORT} &gt; 7374; bind {@code --bind}
+ * &gt; 0.0.0.0; store dir {@code --store-dir} &gt; {@code $MBX_RELAY_DIR} &gt; {@code ~/.local/share/mbxrelay};
+ * trust proxy {@code --trust-proxy} (= xff) or {@code $MBX_RELAY_TRUST_PROXY}; configuration {@code --config} &gt;
+ * {@code $MBX_RELAY_CONFIG} over the defaults, then {@code MBX_RELAY_<SECTION>_<KEY>} variables.
+ */
+@Command(name = "serve", mixinStandardHelpOptions = true, description = "Run the relay.")
+public final class ServeCommand implements Callable<Integer> {
+  private static final Logger LOG = LoggerFactory.getLogger(ServeCommand.class);
+
+  @Option(names = "--port", description = "Listen port (default: $PORT or 7374; 0 = any free port).")
+  Integer port;
+
+  @Option(names = "--bind", description = "Listen address (default: 0.0.0.0).")
+  String bind;
+
+  @Option(names = "--store-dir", description = "Store directory (default: $MBX_RELAY_DIR or ~/.local/share/mbxrelay).")
+  Path storeDir;
+
+  @Option(names = "--trust-proxy",
+      description = "Rate-limit enrolment calls by the rightmost X-Forwarded-For entry (same as MBX_RELAY_TRUST_PROXY=xff).")
+  boolean trustProxy;
+
+  @Option(names = "--config", description = "Operator configuration file (default: $MBX_RELAY_CONFIG; shape of conf/relay.json).")
+  Path config;
+
+  @Override
+  public Integer call() {
+    Map<String, String> env = System.getenv();
+    RelayConfig cfg;
+    try {
+      Path file = config != null ? config : env.get("MBX_RELAY_CONFIG") != null ? Path.of(env.get("MBX_RELAY_CONFIG")) : null;
+      cfg = ConfigLoader.load(file, env);
+    } catch (ConfigException e) {
+      System.err.println("[mbxrelay] invalid configuration:");
+      e.violations().forEach(v -> System.err.println("  - " + v));
+      return 2;
+    }
+    int listenPort;
+    try {
+      listenPort = port != null ? port : env.get("PORT") != null ? Integer.parseInt(env.get("PORT").trim()) : 7374;
+    } catch (NumberFormatException e) {
+      System.err.println("[mbxrelay] PORT must be a number");
+      return 2;
+    }
+    ClientAddress mode;
+    CrashPoint crash;
+    try {
+      mode = trustProxy ? ClientAddress.XFF : ClientAddress.parse(env.get("MBX_RELAY_TRUST_PROXY"));
+      crash = CrashPoint.parse(env.get(CrashPoint.ENV));
+    } catch (IllegalArgumentException e) {
+      System.err.println("[mbxrelay] " + e.getMessage());
+      return 2;
+    }
+    Path dir = resolveStoreDir(storeDir, env);
+    Ed25519KeyPair key;
+    RelayServer server;
+    try {
+      SqliteRelayStore.createStoreDir(dir);
+      key = RelayKeys.loadOrCreate(dir, env.get("MBX_RELAY_KEY"));
+      server = RelayServer.start(cfg, key, new RelayServer.Options(listenPort, bind == null ? "0.0.0.0" : bind, dir,
+          mode, crash, Clock.systemUTC()));
+    } catch (RelayKeyException | StoreOpenException e) {
+      System.err.println("[mbxrelay] " + e.getMessage());
+      return 1;
+    } catch (Exception e) {
+      System.err.println("[mbxrelay] cannot start: " + rootMessage(e));
+      return 1;
+    }
+    SqliteRelayStore.OpenReport report = server.openReport();
+    if (report.epochRotatedReason() != null) {
+      System.err.println("[mbxrelay] epoch rotated at startup (" + report.epochRotatedReason() + "): "
+          + report.previousEpoch() + " -> " + server.epoch());
+    }
+    LOG.info("relay started [version: {}] [store: {}] [epoch: {}] [relay key: {}] [http instances: {}]"
+            + " [read pool: {}] [writer batch: {}] [authority: {}]",
+        RelayServer.version(), dir.toAbsolutePath(), server.epoch(), key.fingerprint(), cfg.http().instances(),
+        cfg.store().readPoolSize(), cfg.store().writerBatchMax(), cfg.enrolment().authority());
+    System.out.println("[mbxrelay] untrusted store-and-forward relay listening on :" + server.port()
+        + " (store " + dir.toAbsolutePath() + ", epoch " + server.epoch() + ")");
+    System.out.println("[mbxrelay] relay key " + key.fingerprint()
+        + " (hosts pin it with: mbxrelay host relay set <url> --key " + key.fingerprint() + ")");
+    System.out.flush();
+    CountDownLatch stopped = new CountDownLatch(1);
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      server.close();
+      stopped.countDown();
+    }, "mbx-shutdown"));
+    try {
+      stopped.await();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    return 0;
+  }
+
+  /**
+   * The store directory: flag, else {@code $MBX_RELAY_DIR}, else {@code ~/.local/share/mbxrelay}.
+   *
+   * @param flag the {@code --store-dir} value or null
+   * @param env environment
+   * @return the directory
+   */
+  static Path resolveStoreDir(Path flag, Map<String, String> env) {
+    if (flag != null) {
+      return flag;
+    }
+    String fromEnv = env.get("MBX_RELAY_DIR");
+    if (fromEnv != null && !fromEnv.isBlank()) {
+      return Path.of(fromEnv);
+    }
+    return Path.of(System.getProperty("user.home"), ".local", "share", "mbxrelay");
+  }
+
+  private static String rootMessage(Throwable t) {
+    Throwable c = t;
+    while (c.getCause() != null && c.getCause() != c) {
+      c = c.getCause();
+    }
+    return c.getClass().getSimpleName() + (c.getMessage() == null ? "" : ": " + c.getMessage());
+  }
+}

@@ -1,0 +1,241 @@
+package io.mbxrelay.config;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Builds a {@link RelayConfig}: the defaults shipped in the jar ({@code conf/relay.json}), then an operator file
+ * (optional), then environment variables, then validation of the whole.
+ *
+ * <p>Environment variable names are {@code MBX_RELAY_<SECTION>_<KEY>} with the key in upper snake case, e.g.
+ * {@code MBX_RELAY_HTTP_INSTANCES=4} or {@code MBX_RELAY_LIMITS_MAX_BATCH=100}. Unknown keys in the operator file,
+ * values of the wrong type and values out of range are all collected and reported together as a
+ * {@link ConfigException}.
+ */
+public final class ConfigLoader {
+  /** Classpath location of the default configuration (a copy of {@code conf/relay.json}). */
+  public static final String DEFAULTS_RESOURCE = "/conf/relay.json";
+
+  private static final ObjectMapper MAPPER = new ObjectMapper();
+
+  private ConfigLoader() {}
+
+  /**
+   * Loads and validates the configuration.
+   *
+   * @param operatorFile optional JSON file whose members override the defaults (same shape as conf/relay.json)
+   * @param env environment variables (normally {@link System#getenv()})
+   * @return the validated configuration
+   * @throws ConfigException listing every violation
+   */
+  public static RelayConfig load(Path operatorFile, Map<String, String> env) throws ConfigException {
+    ObjectNode tree = defaults();
+    List<String> violations = new ArrayList<>();
+    if (operatorFile != null) {
+      try {
+        JsonNode file = MAPPER.readTree(Files.readAllBytes(operatorFile));
+        if (file == null || !file.isObject()) {
+          violations.add("config file " + operatorFile + " is not a JSON object");
+        } else {
+          merge(tree, (ObjectNode) file, "", violations);
+        }
+      } catch (IOException e) {
+        violations.add("config file " + operatorFile + " cannot be read: " + e.getClass().getSimpleName());
+      }
+    }
+    applyEnv(tree, env, violations);
+    RelayConfig config = null;
+    if (violations.isEmpty()) {
+      try {
+        config = MAPPER.treeToValue(tree, RelayConfig.class);
+      } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+        violations.add("config does not map: " + e.getOriginalMessage());
+      }
+    }
+    if (config != null) {
+      violations.addAll(validate(config));
+    }
+    if (!violations.isEmpty()) {
+      throw new ConfigException(violations);
+    }
+    return config;
+  }
+
+  /** The defaults as a fresh tree. */
+  static ObjectNode defaults() {
+    try (InputStream in = ConfigLoader.class.getResourceAsStream(DEFAULTS_RESOURCE)) {
+      if (in == null) {
+        throw new IllegalStateException("default configuration missing from the classpath: " + DEFAULTS_RESOURCE);
+      }
+      return (ObjectNode) MAPPER.readTree(in);
+    } catch (IOException e) {
+      throw new IllegalStateException("default configuration unreadable", e);
+    }
+  }
+
+  private static void merge(ObjectNode base, ObjectNode over, String prefix, List<String> violations) {
+    Iterator<Map.Entry<String, JsonNode>> it = over.fields();
+    while (it.hasNext()) {
+      Map.Entry<String, JsonNode> e = it.next();
+      String name = prefix + e.getKey();
+      JsonNode current = base.get(e.getKey());
+      if (current == null) {
+        violations.add("unknown setting " + name);
+      } else if (current.isObject()) {
+        if (e.getValue().isObject()) {
+          merge((ObjectNode) current, (ObjectNode) e.getValue(), name + ".", violations);
+        } else {
+          violations.add(name + " must be an object");
+        }
+      } else if (sameType(current, e.getValue())) {
+        base.set(e.getKey(), e.getValue());
+      } else {
+        violations.add(name + " must be " + typeName(current));
+      }
+    }
+  }
+
+  private static boolean sameType(JsonNode a, JsonNode b) {
+    if (a.isNumber()) {
+      return b.isIntegralNumber();
+    }
+    return a.getNodeType() == b.getNodeType();
+  }
+
+  private static String typeName(JsonNode n) {
+    if (n.isNumber()) {
+      return "an integer";
+    }
+    if (n.isBoolean()) {
+      return "true or false";
+    }
+    return "a string";
+  }
+
+  private static void applyEnv(ObjectNode tree, Map<String, String> env, List<String> violations) {
+    Iterator<Map.Entry<String, JsonNode>> sections = tree.fields();
+    while (sections.hasNext()) {
+      Map.Entry<String, JsonNode> section = sections.next();
+      ObjectNode obj = (ObjectNode) section.getValue();
+      for (String key : iterable(obj.fieldNames())) {
+        String var = envName(section.getKey(), key);
+        String raw = env.get(var);
+        if (raw == null) {
+          continue;
+        }
+        JsonNode current = obj.get(key);
+        String value = raw.trim();
+        if (current.isNumber()) {
+          try {
+            obj.set(key, JsonNodeFactory.instance.numberNode(Long.parseLong(value)));
+          } catch (NumberFormatException e) {
+            violations.add(var + " must be an integer");
+          }
+        } else if (current.isBoolean()) {
+          if (value.equalsIgnoreCase("true") || value.equals("1")) {
+            obj.put(key, true);
+          } else if (value.equalsIgnoreCase("false") || value.equals("0")) {
+            obj.put(key, false);
+          } else {
+            violations.add(var + " must be true or false");
+          }
+        } else {
+          obj.put(key, value);
+        }
+      }
+    }
+  }
+
+  private static <T> Iterable<T> iterable(Iterator<T> it) {
+    List<T> list = new ArrayList<>();
+    it.forEachRemaining(list::add);
+    return list;
+  }
+
+  /**
+   * The environment variable that overrides {@code section.key}.
+   *
+   * @param section top-level member, e.g. {@code limits}
+   * @param key camelCase member, e.g. {@code maxBatch}
+   * @return e.g. {@code MBX_RELAY_LIMITS_MAX_BATCH}
+   */
+  public static String envName(String section, String key) {
+    return "MBX_RELAY_" + section.toUpperCase(Locale.ROOT) + "_"
+        + key.replaceAll("([a-z0-9])([A-Z])", "$1_$2").toUpperCase(Locale.ROOT);
+  }
+
+  private static final Set<String> AUTHORITIES = Set.of("host-key-challenge");
+
+  /** Range checks over the whole configuration; every violation is returned. */
+  static List<String> validate(RelayConfig c) {
+    List<String> v = new ArrayList<>();
+    range(v, "http.instances", c.http().instances(), 1, 64);
+    range(v, "http.maxBodyBytes", c.http().maxBodyBytes(), 1024, 64L << 20);
+    range(v, "http.maxSmallBodyBytes", c.http().maxSmallBodyBytes(), 512, 1L << 20);
+    range(v, "http.requestTimeoutMs", c.http().requestTimeoutMs(), 1000, 600_000);
+    range(v, "http.idleTimeoutMs", c.http().idleTimeoutMs(), 1000, 600_000);
+    range(v, "store.readPoolSize", c.store().readPoolSize(), 1, 64);
+    range(v, "store.writerBatchMax", c.store().writerBatchMax(), 1, 10_000);
+    range(v, "store.writerTimeoutMs", c.store().writerTimeoutMs(), 1000, 600_000);
+    range(v, "store.busyTimeoutMs", c.store().busyTimeoutMs(), 0, 600_000);
+    RelayConfig.Limits l = c.limits();
+    range(v, "limits.maxItemBytes", l.maxItemBytes(), 1024, 64L << 20);
+    range(v, "limits.maxBatch", l.maxBatch(), 1, 10_000);
+    range(v, "limits.maxPull", l.maxPull(), 1, 10_000);
+    range(v, "limits.maxPullBytes", l.maxPullBytes(), 1024, 256L << 20);
+    range(v, "limits.maxTargets", l.maxTargets(), 1, 1024);
+    range(v, "limits.retentionDays", l.retentionDays(), 1, 3650);
+    range(v, "limits.maxQueueItems", l.maxQueueItems(), 1, 100_000_000);
+    range(v, "limits.maxQueueBytes", l.maxQueueBytes(), 1024, 1L << 40);
+    range(v, "limits.maxSenderItems", l.maxSenderItems(), 1, 100_000_000);
+    range(v, "limits.maxSenderBytes", l.maxSenderBytes(), 1024, 1L << 40);
+    range(v, "limits.maxOwnerItems", l.maxOwnerItems(), 1, 100_000_000);
+    range(v, "limits.maxOwnerBytes", l.maxOwnerBytes(), 1024, 1L << 40);
+    range(v, "limits.maxEnrolments", l.maxEnrolments(), 1, 100_000_000);
+    range(v, "limits.maxOpenChallenges", l.maxOpenChallenges(), 1, 10_000_000);
+    range(v, "limits.challengeTtlMs", l.challengeTtlMs(), 1000, 3_600_000);
+    range(v, "limits.enrolCallsPerMinute", l.enrolCallsPerMinute(), 1, 1_000_000);
+    range(v, "limits.pushRequestsPerMinute", l.pushRequestsPerMinute(), 1, 1_000_000);
+    range(v, "limits.rateTableMaxKeys", l.rateTableMaxKeys(), 1, 10_000_000);
+    range(v, "limits.maxPerName", l.maxPerName(), 1, 1000);
+    range(v, "limits.maxSenders", l.maxSenders(), 1, 100_000);
+    range(v, "limits.hopWindowMs", l.hopWindowMs(), 1000, 3_600_000);
+    if (l.maxItemBytes() > c.http().maxBodyBytes()) {
+      v.add("limits.maxItemBytes must not exceed http.maxBodyBytes");
+    }
+    if (l.maxSenderItems() > l.maxQueueItems()) {
+      v.add("limits.maxSenderItems must not exceed limits.maxQueueItems");
+    }
+    RelayConfig.Timers t = c.timers();
+    range(v, "timers.heartbeatMs", t.heartbeatMs(), 1000, 3_600_000);
+    range(v, "timers.heartbeatStaleMs", t.heartbeatStaleMs(), 10_000, 86_400_000L * 30);
+    range(v, "timers.sweepIntervalMs", t.sweepIntervalMs(), 1000, 86_400_000L);
+    range(v, "timers.sweepBatchRows", t.sweepBatchRows(), 1, 100_000);
+    range(v, "timers.sweepMaxBatches", t.sweepMaxBatches(), 1, 10_000);
+    if (t.heartbeatStaleMs() <= t.heartbeatMs() * 2) {
+      v.add("timers.heartbeatStaleMs must be more than twice timers.heartbeatMs");
+    }
+    if (c.enrolment().authority() == null || !AUTHORITIES.contains(c.enrolment().authority())) {
+      v.add("enrolment.authority must be one of " + AUTHORITIES);
+    }
+    return v;
+  }
+
+  private static void range(List<String> v, String name, long value, long min, long max) {
+    if (value < min || value > max) {
+      v.add(name + " must be between " + min + " and " + max + " (is " + value + ")");
+    }
+  }
+}

@@ -1,0 +1,129 @@
+package io.mbxrelay.config;
+
+import java.util.Objects;
+
+/**
+ * The whole relay configuration: the tuning knobs of {@code conf/relay.json} after environment overrides and
+ * validation ({@link ConfigLoader}). Immutable; safe to share between threads and verticles.
+ *
+ * <p>Units are in the field names (ms, bytes, days). Defaults follow wire.md §3 "Other constants" and are
+ * documented in {@code docs/configuration.md}.
+ *
+ * @param http HTTP verticles and request limits
+ * @param store read pool and writer settings
+ * @param limits protocol limits (wire.md §3, §4.7 {@code info.limits})
+ * @param timers heartbeat and expiry sweep timers (wire.md §5)
+ * @param enrolment which enrolment authority decides (seed 000 §8)
+ * @param log log output format
+ */
+public record RelayConfig(Http http, Store store, Limits limits, Timers timers, Enrolment enrolment, Log log) {
+
+  public RelayConfig {
+    Objects.requireNonNull(http, "http");
+    Objects.requireNonNull(store, "store");
+    Objects.requireNonNull(limits, "limits");
+    Objects.requireNonNull(timers, "timers");
+    Objects.requireNonNull(enrolment, "enrolment");
+    Objects.requireNonNull(log, "log");
+  }
+
+  /**
+   * HTTP side.
+   *
+   * @param instances number of HTTP verticle instances (event loops serving requests)
+   * @param maxBodyBytes streaming body cap for most routes (wire.md §3: 8 MiB)
+   * @param maxSmallBodyBytes streaming body cap for challenge, enrol and rotate (wire.md §3: 8 KiB)
+   * @param requestTimeoutMs a request whose body has not arrived in full by then is answered 408 and closed
+   * @param idleTimeoutMs an idle connection (no bytes either way) is closed after this long
+   */
+  public record Http(int instances, int maxBodyBytes, int maxSmallBodyBytes, long requestTimeoutMs, long idleTimeoutMs) {}
+
+  /**
+   * Store side.
+   *
+   * @param readPoolSize read-only SQLite connections in the Agroal pool behind the Vert.x JDBC client
+   * @param writerBatchMax most write commands the writer runs in one transaction (group commit)
+   * @param writerTimeoutMs event-bus timeout of a write request; past it the outcome is unknown (503)
+   * @param busyTimeoutMs SQLite {@code busy_timeout} for every connection
+   */
+  public record Store(int readPoolSize, int writerBatchMax, long writerTimeoutMs, long busyTimeoutMs) {}
+
+  /**
+   * Protocol limits, wire.md §3 "Other constants" and §4.7.
+   *
+   * @param maxItemBytes decoded wire bytes of one item per target
+   * @param maxBatch items per push request
+   * @param maxPull items per pull page
+   * @param maxPullBytes stored bytes per pull page (one oversize item still goes out alone)
+   * @param maxTargets targets per item
+   * @param retentionDays days an item is kept before it expires
+   * @param maxQueueItems queued items per target
+   * @param maxQueueBytes queued bytes per target
+   * @param maxSenderItems one sender's queued items per target
+   * @param maxSenderBytes one sender's queued bytes per target
+   * @param maxOwnerItems queued items over all live hosts of one proven account
+   * @param maxOwnerBytes queued bytes over all live hosts of one proven account
+   * @param maxEnrolments live enrolments
+   * @param maxOpenChallenges open enrolment challenges
+   * @param challengeTtlMs challenge lifetime
+   * @param enrolCallsPerMinute challenge/enrol/rotate calls per client address per sliding minute
+   * @param pushRequestsPerMinute push requests per sender key per sliding minute
+   * @param rateTableMaxKeys hard cap on keys in each rate table
+   * @param maxPerName live enrolments a v1 name may carry before it is crowded
+   * @param maxSenders keys in one sender allowlist
+   * @param hopWindowMs allowed clock difference of a signed hop, both directions
+   */
+  public record Limits(
+      int maxItemBytes,
+      int maxBatch,
+      int maxPull,
+      int maxPullBytes,
+      int maxTargets,
+      int retentionDays,
+      int maxQueueItems,
+      long maxQueueBytes,
+      int maxSenderItems,
+      long maxSenderBytes,
+      int maxOwnerItems,
+      long maxOwnerBytes,
+      int maxEnrolments,
+      int maxOpenChallenges,
+      long challengeTtlMs,
+      int enrolCallsPerMinute,
+      int pushRequestsPerMinute,
+      int rateTableMaxKeys,
+      int maxPerName,
+      int maxSenders,
+      long hopWindowMs) {
+
+    /** Retention in milliseconds. */
+    public long retentionMs() {
+      return retentionDays * 86_400_000L;
+    }
+  }
+
+  /**
+   * Timer verticles, wire.md §5.
+   *
+   * @param heartbeatMs heartbeat write interval
+   * @param heartbeatStaleMs a stored heartbeat further than this from now rotates the epoch at start
+   * @param sweepIntervalMs expiry sweep interval (a sweep also runs at start)
+   * @param sweepBatchRows most expired rows per sweep transaction
+   * @param sweepMaxBatches most sweep transactions per run
+   */
+  public record Timers(long heartbeatMs, long heartbeatStaleMs, long sweepIntervalMs, int sweepBatchRows, int sweepMaxBatches) {}
+
+  /**
+   * Enrolment authority selection (seed 000 §8).
+   *
+   * @param authority {@code host-key-challenge} (default, self-hosted relays)
+   */
+  public record Enrolment(String authority) {}
+
+  /**
+   * Logging.
+   *
+   * @param json one JSON object per line instead of the text pattern
+   */
+  public record Log(boolean json) {}
+}

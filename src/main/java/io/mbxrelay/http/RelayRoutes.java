@@ -1,0 +1,658 @@
+package io.mbxrelay.http;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.mbxrelay.auth.EnrolmentAuthority;
+import io.mbxrelay.config.RelayConfig;
+import io.mbxrelay.crypto.Ed25519;
+import io.mbxrelay.crypto.HopText;
+import io.mbxrelay.server.ReadStore;
+import io.mbxrelay.server.RelayServices;
+import io.mbxrelay.store.AckOutcome;
+import io.mbxrelay.store.EnrolOutcome;
+import io.mbxrelay.store.Enrolment;
+import io.mbxrelay.store.PushOutcome;
+import io.mbxrelay.store.StoreCommand;
+import io.mbxrelay.wire.B64;
+import io.mbxrelay.wire.CanonicalJson;
+import io.mbxrelay.wire.Hashes;
+import io.mbxrelay.wire.Json;
+import io.mbxrelay.wire.JsNumber;
+import io.mbxrelay.wire.WireCheck;
+import io.vertx.core.Future;
+import io.vertx.core.MultiMap;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.eventbus.ReplyException;
+import io.vertx.core.eventbus.ReplyFailure;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import java.nio.charset.StandardCharsets;
+import java.time.ZoneOffset;
+import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.regex.Pattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The relay's HTTP API (wire.md §3): routing order, body caps, hop authentication and the v2 endpoints of the relay
+ * core. Safe on any event loop; one instance per HTTP verticle.
+ *
+ * <p>Routing order (wire.md §3): body cap → info → the unsigned enrolment calls (per-address rate) → hop auth (401)
+ * → route match → 404. So an unknown path without a valid hop gets 401, not 404.
+ */
+public final class RelayRoutes {
+  private static final Logger LOG = LoggerFactory.getLogger(RelayRoutes.class);
+  private static final String RAW = "mbx.raw";
+  private static final String CALLER = "mbx.caller";
+  /** wire.md §3 "Other constants" HOST_RE. */
+  public static final Pattern HOST_RE = Pattern.compile("^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$");
+  /** wire.md §3 "Other constants" OWNER_FP_RE. */
+  public static final Pattern OWNER_FP_RE = Pattern.compile("^[A-Za-z0-9._-]{0,64}$");
+  private static final String EPOCH_CHANGED = "relay epoch changed: pull again from 0";
+
+  private final RelayServices s;
+  private final RelayConfig.Limits limits;
+
+  /** @param services shared services */
+  public RelayRoutes(RelayServices services) {
+    this.s = Objects.requireNonNull(services);
+    this.limits = services.config().limits();
+  }
+
+  /**
+   * Builds the router.
+   *
+   * @param vertx Vert.x
+   * @return the router with every route and the failure handler
+   */
+  public Router router(Vertx vertx) {
+    Router r = Router.router(vertx);
+    r.route().handler(this::readBody);
+    r.get("/v2/relay/info").handler(this::info);
+    r.post("/v1/relay/challenge").handler(this::challenge);
+    r.post("/v1/relay/enrol").handler(this::enrol);
+    r.route().handler(this::hopAuth);
+    r.post("/v2/relay/items").handler(this::push);
+    r.get("/v2/relay/items").handler(this::pull);
+    r.post("/v2/relay/ack").handler(this::ack);
+    r.route().handler(ctx -> ctx.fail(RelayError.NOT_FOUND));
+    r.route().failureHandler(this::failure);
+    return r;
+  }
+
+  // ---- common ----
+
+  private boolean smallBodyPath(String path) {
+    return path.equals("/v1/relay/challenge") || path.equals("/v1/relay/enrol") || path.equals("/v2/relay/rotate");
+  }
+
+  /**
+   * Reads the body with the route's cap enforced while streaming (wire.md §3): a {@code content-length} over the cap
+   * or an overrun answers 413 at once, then the rest is drained for at most 2 s and the connection closed. Own code
+   * rather than Vert.x Web's BodyHandler because the cap differs per path and the 413 answer and drain are part of the
+   * wire contract.
+   */
+  private void readBody(RoutingContext ctx) {
+    HttpServerRequest req = ctx.request();
+    ctx.response().putHeader("date", DateTimeFormatter.RFC_1123_DATE_TIME.format(ZonedDateTime.now(ZoneOffset.UTC)));
+    int cap = smallBodyPath(req.path()) ? s.config().http().maxSmallBodyBytes() : s.config().http().maxBodyBytes();
+    String declared = req.getHeader("content-length");
+    if (declared != null) {
+      long len;
+      try {
+        len = Long.parseLong(declared.trim());
+      } catch (NumberFormatException e) {
+        len = -1;
+      }
+      if (len > cap) {
+        tooLarge(ctx);
+        return;
+      }
+    }
+    if (req.isEnded()) {
+      ctx.put(RAW, Buffer.buffer());
+      ctx.next();
+      return;
+    }
+    Buffer body = Buffer.buffer();
+    boolean[] over = {false};
+    long timer = ctx.vertx().setTimer(s.config().http().requestTimeoutMs(), id -> {
+      if (!ctx.response().ended()) {
+        answer(ctx, RelayError.REQUEST_TIMEOUT.status(), RelayError.REQUEST_TIMEOUT.body());
+        req.connection().close();
+      }
+    });
+    req.exceptionHandler(e -> ctx.vertx().cancelTimer(timer));
+    req.handler(chunk -> {
+      if (over[0]) {
+        return;
+      }
+      if (body.length() + chunk.length() > cap) {
+        over[0] = true;
+        ctx.vertx().cancelTimer(timer);
+        tooLarge(ctx);
+        return;
+      }
+      body.appendBuffer(chunk);
+    });
+    req.endHandler(v -> {
+      ctx.vertx().cancelTimer(timer);
+      if (!over[0] && !ctx.response().ended()) {
+        ctx.put(RAW, body);
+        ctx.next();
+      }
+    });
+    req.resume();
+  }
+
+  private void tooLarge(RoutingContext ctx) {
+    HttpServerRequest req = ctx.request();
+    ctx.response().putHeader("connection", "close");
+    answer(ctx, 413, RelayError.TOO_LARGE.body());
+    req.handler(chunk -> {});
+    long drain = ctx.vertx().setTimer(2000, id -> req.connection().close());
+    req.endHandler(v -> {
+      ctx.vertx().cancelTimer(drain);
+      req.connection().close();
+    });
+    req.resume();
+  }
+
+  private static void answer(RoutingContext ctx, int status, String json) {
+    if (ctx.response().ended()) {
+      return;
+    }
+    ctx.response().setStatusCode(status).putHeader("content-type", "application/json").end(json);
+  }
+
+  private static void ok(RoutingContext ctx, JsonNode body) {
+    answer(ctx, 200, Json.stringify(body));
+  }
+
+  private void failure(RoutingContext ctx) {
+    Throwable t = ctx.failure();
+    RelayError e;
+    if (t instanceof RelayError re) {
+      e = re;
+    } else if (t instanceof ReplyException rx
+        && (rx.failureType() == ReplyFailure.TIMEOUT || rx.failureType() == ReplyFailure.NO_HANDLERS
+        || rx.failureCode() == 503)) {
+      e = RelayError.STORE_UNAVAILABLE;
+    } else if (t == null && ctx.statusCode() == 413) {
+      e = RelayError.TOO_LARGE;
+    } else if (t == null && ctx.statusCode() > 0 && ctx.statusCode() < 500) {
+      e = new RelayError(ctx.statusCode(), "bad request", null);
+    } else {
+      LOG.warn("request failed [route: {}] [error: {}]", ctx.currentRoute() == null ? "" : ctx.currentRoute().getPath(),
+          t == null ? "status " + ctx.statusCode() : t.getClass().getSimpleName());
+      e = RelayError.INTERNAL;
+    }
+    answer(ctx, e.status(), e.body());
+  }
+
+  private static String raw(RoutingContext ctx) {
+    Buffer b = ctx.get(RAW);
+    // wire.md §2: the server decodes the received bytes as UTF-8 with replacement characters.
+    return b == null ? "" : new String(b.getBytes(), StandardCharsets.UTF_8);
+  }
+
+  /** Parses the body as a JSON object; anything else is 400 (wire.md §3 "Any uncaught error ... → 400"). */
+  private static ObjectNode bodyObject(RoutingContext ctx) {
+    JsonNode n;
+    try {
+      n = Json.parse(raw(ctx));
+    } catch (IllegalArgumentException e) {
+      throw RelayError.badRequest("request body is not valid JSON");
+    }
+    if (n == null || !n.isObject()) {
+      throw RelayError.badRequest("request body must be a JSON object");
+    }
+    return (ObjectNode) n;
+  }
+
+  private long now() {
+    return s.clock().millis();
+  }
+
+  // ---- hop (wire.md §2) ----
+
+  /** Verifies the signed hop; empty when it does not verify. Never fails. */
+  private Future<Optional<Enrolment>> verifyHop(RoutingContext ctx) {
+    HttpServerRequest req = ctx.request();
+    String ts = req.getHeader("x-mbx-ts");
+    String sig = req.getHeader("x-mbx-sig");
+    if (ts == null || sig == null) {
+      return Future.succeededFuture(Optional.empty());
+    }
+    OptionalLong t = HopText.parseTs(ts);
+    if (t.isEmpty() || Math.abs(now() - t.getAsLong()) > limits.hopWindowMs()) {
+      return Future.succeededFuture(Optional.empty());
+    }
+    String path = HopText.signedPath(req.path(), req.query());
+    byte[] text = HopText.signedText(req.method().name(), path, ts, raw(ctx)).getBytes(StandardCharsets.UTF_8);
+    String key = req.getHeader("x-mbx-key");
+    if (key != null && !key.isEmpty()) {
+      return s.reads().enrolment(key)
+          .map(e -> e.filter(Enrolment::live).filter(x -> Ed25519.verify(key, text, sig)))
+          .otherwise(Optional.empty());
+    }
+    String host = req.getHeader("x-mbx-host");
+    if (host == null || host.isEmpty()) {
+      return Future.succeededFuture(Optional.empty());
+    }
+    return s.reads().liveByName(host, limits.maxPerName() + 1).map(list -> {
+      if (list.size() > limits.maxPerName()) {
+        return Optional.<Enrolment>empty();
+      }
+      for (Enrolment e : list) {
+        if (Ed25519.verify(e.hostPubkey(), text, sig)) {
+          return Optional.of(e);
+        }
+      }
+      return Optional.<Enrolment>empty();
+    }).otherwise(Optional.empty());
+  }
+
+  private void hopAuth(RoutingContext ctx) {
+    verifyHop(ctx).onComplete(ar -> {
+      if (ar.succeeded() && ar.result().isPresent()) {
+        ctx.put(CALLER, ar.result().get());
+        ctx.next();
+      } else {
+        ctx.fail(RelayError.BAD_HOP);
+      }
+    });
+  }
+
+  // ---- info (wire.md §4.7) ----
+
+  private void info(RoutingContext ctx) {
+    ObjectNode info = Json.MAPPER.createObjectNode();
+    info.put("v", 2);
+    info.put("relay_pubkey", s.relayKey().publicKeyB64());
+    info.put("epoch", s.epoch());
+    info.put("version", s.version());
+    ObjectNode l = info.putObject("limits");
+    l.put("max_item_bytes", limits.maxItemBytes());
+    l.put("max_batch", limits.maxBatch());
+    l.put("max_pull", limits.maxPull());
+    l.put("max_pull_bytes", limits.maxPullBytes());
+    l.put("max_targets", limits.maxTargets());
+    l.put("retention_days", limits.retentionDays());
+    l.put("max_queue_items", limits.maxQueueItems());
+    l.put("max_queue_bytes", limits.maxQueueBytes());
+    l.put("max_sender_items", limits.maxSenderItems());
+    l.put("max_sender_bytes", limits.maxSenderBytes());
+    l.put("max_owner_items", limits.maxOwnerItems());
+    l.put("max_owner_bytes", limits.maxOwnerBytes());
+    verifyHop(ctx).compose(caller -> {
+      if (caller.isEmpty()) {
+        return Future.succeededFuture(info);
+      }
+      Enrolment e = caller.get();
+      return s.reads().you(e.hostPubkey()).map(y -> {
+        ObjectNode you = info.putObject("you");
+        you.put("host", e.hostName());
+        you.put("pubkey", e.hostPubkey());
+        you.put("head_seq", y.headSeq());
+        you.put("acked_through", y.ackedThrough());
+        you.set("enc_ad", encAdSummary(y));
+        return info;
+      });
+    }).onSuccess(body -> ok(ctx, body)).onFailure(ctx::fail);
+  }
+
+  private static JsonNode encAdSummary(ReadStore.YouState y) {
+    if (y.v1EncPub() == null && y.v2Record() == null) {
+      return Json.MAPPER.nullNode();
+    }
+    ObjectNode ad = Json.MAPPER.createObjectNode();
+    JsonNode rec = null;
+    if (y.v2Record() != null) {
+      try {
+        rec = Json.parse(y.v2Record());
+      } catch (IllegalArgumentException e) {
+        rec = null;
+      }
+    }
+    ad.set("enc_pub", rec != null && rec.path("enc_pub").isTextual() ? rec.get("enc_pub") : Json.MAPPER.nullNode());
+    ad.set("exp", rec != null && rec.has("exp") ? rec.get("exp") : Json.MAPPER.nullNode());
+    if (y.v1EncPub() == null) {
+      ad.putNull("v1");
+    } else {
+      ad.put("v1", y.v1EncPub());
+    }
+    return ad;
+  }
+
+  // ---- enrolment calls (wire.md §4.1) ----
+
+  private boolean rateLimited(RoutingContext ctx) {
+    HttpServerRequest req = ctx.request();
+    String socket = req.remoteAddress() == null ? "unknown" : req.remoteAddress().hostAddress();
+    String addr = s.clientAddress().resolve(socket, req.getHeader("x-forwarded-for"),
+        req.getHeader("cf-connecting-ip"));
+    if (!s.enrolRate().tryAcquire(addr, now())) {
+      ctx.fail(RelayError.RATE);
+      return true;
+    }
+    return false;
+  }
+
+  private static boolean truthy(JsonNode n) {
+    if (n == null || n.isNull() || n.isMissingNode()) {
+      return false;
+    }
+    if (n.isTextual()) {
+      return !n.textValue().isEmpty();
+    }
+    if (n.isBoolean()) {
+      return n.booleanValue();
+    }
+    if (n.isNumber()) {
+      double d = n.doubleValue();
+      return d != 0 && !Double.isNaN(d);
+    }
+    return true;
+  }
+
+  private void challenge(RoutingContext ctx) {
+    if (rateLimited(ctx)) {
+      return;
+    }
+    ObjectNode body = bodyObject(ctx);
+    JsonNode host = body.get("host");
+    JsonNode pubkey = body.get("pubkey");
+    if (!truthy(host) || !truthy(pubkey)) {
+      throw RelayError.badRequest("host and pubkey required");
+    }
+    if (!host.isTextual() || !HOST_RE.matcher(host.textValue()).matches()) {
+      throw RelayError.badRequest("bad host name");
+    }
+    if (!pubkey.isTextual() || !B64.isPubkey(pubkey.textValue())) {
+      throw RelayError.badRequest("bad host key");
+    }
+    Optional<String> nonce = s.challenges().issue(pubkey.textValue(), now());
+    if (nonce.isEmpty()) {
+      throw new RelayError(503, "too many open enrolment challenges; retry later", "BUSY");
+    }
+    ObjectNode out = Json.MAPPER.createObjectNode();
+    out.put("challenge", nonce.get());
+    ok(ctx, out);
+  }
+
+  private void enrol(RoutingContext ctx) {
+    if (rateLimited(ctx)) {
+      return;
+    }
+    ObjectNode body = bodyObject(ctx);
+    JsonNode host = body.get("host");
+    JsonNode pubkey = body.get("pubkey");
+    JsonNode ownerFp = body.get("owner_fp");
+    JsonNode sig = body.get("sig");
+    if (!truthy(host) || !truthy(pubkey) || !truthy(sig) || ownerFp == null) {
+      throw new RelayError(400, "incomplete enrolment", "BAD_REQUEST");
+    }
+    if (!host.isTextual() || !HOST_RE.matcher(host.textValue()).matches() || !pubkey.isTextual()
+        || !B64.isPubkey(pubkey.textValue()) || !ownerFp.isTextual()
+        || !OWNER_FP_RE.matcher(ownerFp.textValue()).matches() || !sig.isTextual()) {
+      throw new RelayError(400, "bad enrolment fields", "BAD_REQUEST");
+    }
+    String key = pubkey.textValue();
+    Optional<String> challenge = s.challenges().pending(key, now());
+    if (challenge.isEmpty()) {
+      throw new RelayError(401, "no pending enrolment challenge", null);
+    }
+    ObjectNode rec = Json.MAPPER.createObjectNode();
+    rec.put("v", 1);
+    rec.put("challenge", challenge.get());
+    rec.put("host", host.textValue());
+    rec.put("pubkey", key);
+    rec.put("owner_fp", ownerFp.textValue());
+    if (!Ed25519.verify(key, CanonicalJson.canonicalBytes(rec), sig.textValue())) {
+      throw new RelayError(401, "bad enrolment signature", null);
+    }
+    s.challenges().consume(key, challenge.get());
+    EnrolmentAuthority.Decision d;
+    try {
+      d = s.authority().authorize(new EnrolmentAuthority.Request(host.textValue(), key, ownerFp.textValue(),
+          body.get("proof")));
+    } catch (Exception e) {
+      d = new EnrolmentAuthority.Decision(false, null, null, "the enrolment authority is unavailable");
+    }
+    if (d == null || !d.ok()) {
+      String reason = d == null ? null : d.reason();
+      String text = "enrolment not authorized"
+          + (reason == null || reason.isEmpty() ? "" : ": " + (reason.length() > 200 ? reason.substring(0, 200) : reason));
+      throw new RelayError(403, text, "DENIED");
+    }
+    String account = d.account();
+    s.writes().send(new StoreCommand.Enrol(host.textValue(), key, ownerFp.textValue(), account,
+        account == null ? null : s.authority().name())).onSuccess(outcome -> {
+          switch (outcome) {
+            case OK -> {
+              ObjectNode out = Json.MAPPER.createObjectNode();
+              out.put("ok", true);
+              ok(ctx, out);
+            }
+            case FULL -> ctx.fail(new RelayError(503, "relay enrolment capacity reached", "FULL"));
+            case REVOKED -> ctx.fail(new RelayError(403, "this host key was revoked on this relay", "REVOKED"));
+            case NAME_TAKEN -> ctx.fail(new RelayError(409, "host name " + host.textValue()
+                + " is already enrolled in this account with another key", "NAME_TAKEN"));
+            default -> ctx.fail(RelayError.INTERNAL);
+          }
+        }).onFailure(ctx::fail);
+  }
+
+  // ---- push v2 (wire.md §3) ----
+
+  private void push(RoutingContext ctx) {
+    Enrolment caller = ctx.get(CALLER);
+    ObjectNode body = bodyObject(ctx);
+    JsonNode items = body.get("items");
+    if (items == null || !items.isArray() || items.size() > limits.maxBatch()) {
+      throw new RelayError(400, "batch must be an array of at most " + limits.maxBatch(), "BAD_BATCH");
+    }
+    boolean withinRate = s.pushRate().tryAcquire(caller.hostPubkey(), now());
+    List<Future<ObjectNode>> results = new ArrayList<>(items.size());
+    for (JsonNode item : items) {
+      results.add(pushOne(caller, item, withinRate));
+    }
+    Future.all(results).onSuccess(all -> {
+      ObjectNode out = Json.MAPPER.createObjectNode();
+      ArrayNode arr = out.putArray("results");
+      for (Future<ObjectNode> f : results) {
+        arr.add(f.result());
+      }
+      ok(ctx, out);
+    }).onFailure(ctx::fail);
+  }
+
+  private Future<ObjectNode> pushOne(Enrolment caller, JsonNode item, boolean withinRate) {
+    JsonNode idNode = item.get("item_id");
+    String echoId = idNode != null && idNode.isTextual() ? idNode.textValue() : "";
+    if (!withinRate) {
+      return Future.succeededFuture(rejected(echoId, "rate"));
+    }
+    if (idNode == null || !idNode.isTextual() || echoId.isEmpty() || echoId.length() > 300) {
+      return Future.succeededFuture(rejected(echoId, "bad item id"));
+    }
+    JsonNode kindNode = item.get("kind");
+    String kind = kindNode != null && kindNode.isTextual() ? kindNode.textValue() : "";
+    if (!kind.equals("envelope") && !kind.equals("receipt")) {
+      return Future.succeededFuture(rejected(echoId, "bad kind"));
+    }
+    JsonNode targets = item.get("targets");
+    if (targets == null || !targets.isArray() || targets.isEmpty() || targets.size() > limits.maxTargets()) {
+      return Future.succeededFuture(rejected(echoId, "bad targets"));
+    }
+    List<StoreCommand.Target> list = new ArrayList<>(targets.size());
+    Set<String> seen = new HashSet<>();
+    for (JsonNode t : targets) {
+      JsonNode keyNode = t.get("host_pubkey");
+      String key = keyNode != null && keyNode.isTextual() ? keyNode.textValue() : "";
+      String failure = null;
+      byte[] wire = null;
+      String hash = null;
+      if (!seen.add(key)) {
+        failure = "duplicate target";
+      } else {
+        JsonNode w = t.get("wire_b64");
+        Optional<byte[]> decoded = w != null && w.isTextual() && B64.isStdB64(w.textValue())
+            ? B64.decodeLenient(w.textValue()) : Optional.empty();
+        if (decoded.isEmpty()) {
+          failure = "bad wire";
+        } else if (decoded.get().length > limits.maxItemBytes()) {
+          failure = "item over size limit";
+        } else {
+          wire = decoded.get();
+          failure = WireCheck.check(kind, echoId, wire, caller.hostPubkey()).orElse(null);
+          hash = failure == null ? Hashes.sha256Hex(wire) : null;
+          if (failure != null) {
+            wire = null;
+          }
+        }
+      }
+      list.add(new StoreCommand.Target(key, wire, hash, failure));
+      if (failure != null) {
+        break; // targets after the first failing one cannot change the result
+      }
+    }
+    return s.writes().send(new StoreCommand.Push(caller.hostPubkey(), caller.hostName(), kind, echoId, list))
+        .map(outcome -> result(caller, echoId, outcome));
+  }
+
+  private ObjectNode result(Enrolment caller, String itemId, PushOutcome outcome) {
+    if (outcome instanceof PushOutcome.Rejected r) {
+      return rejected(itemId, r.reason());
+    }
+    PushOutcome.Stored st = (PushOutcome.Stored) outcome;
+    ObjectNode res = Json.MAPPER.createObjectNode();
+    res.put("item_id", itemId);
+    res.put("status", st.fresh() ? "accepted" : "duplicate");
+    ArrayNode ts = res.putArray("targets");
+    ObjectNode accept = Json.MAPPER.createObjectNode();
+    accept.put("v", 1);
+    accept.put("type", "relay-accept");
+    accept.put("relay_pubkey", s.relayKey().publicKeyB64());
+    accept.put("epoch", st.epoch());
+    accept.put("sender_pubkey", caller.hostPubkey());
+    accept.put("item_id", itemId);
+    ArrayNode ats = accept.putArray("targets");
+    for (PushOutcome.TargetSeq t : st.targets()) {
+      ObjectNode a = ts.addObject();
+      a.put("host_pubkey", t.hostPubkey());
+      a.put("seq", t.seq());
+      ObjectNode b = ats.addObject();
+      b.put("host_pubkey", t.hostPubkey());
+      b.put("seq", t.seq());
+      b.put("wire_hash", t.wireHash());
+    }
+    accept.put("at", st.at());
+    res.set("accept", accept);
+    res.put("sig", s.relayKey().signB64(CanonicalJson.canonicalBytes(accept)));
+    return res;
+  }
+
+  private static ObjectNode rejected(String itemId, String why) {
+    ObjectNode res = Json.MAPPER.createObjectNode();
+    res.put("item_id", itemId);
+    res.put("status", "rejected:" + why);
+    res.putArray("targets");
+    return res;
+  }
+
+  // ---- pull v2 (wire.md §3) ----
+
+  private void pull(RoutingContext ctx) {
+    Enrolment caller = ctx.get(CALLER);
+    MultiMap q = ctx.queryParams();
+    double afterN = Math.floor(JsNumber.ofString(q.get("after")));
+    long after = Double.isNaN(afterN) || afterN < 0 ? 0 : (long) Math.min(afterN, JsNumber.MAX_SAFE);
+    String limitRaw = q.get("limit");
+    double limitN = Math.floor(limitRaw == null ? limits.maxPull() : JsNumber.ofString(limitRaw));
+    int limit = Double.isNaN(limitN) || limitN == 0 ? limits.maxPull()
+        : (int) Math.max(1, Math.min(limits.maxPull(), limitN));
+    if (q.contains("epoch") && !s.epoch().equals(q.get("epoch"))) {
+      ObjectNode extra = Json.MAPPER.createObjectNode();
+      extra.put("epoch", s.epoch());
+      throw new RelayError(409, EPOCH_CHANGED, null, extra);
+    }
+    s.reads().pull(caller.hostPubkey(), after, limit, limits.maxPullBytes()).onSuccess(page -> {
+      ObjectNode out = Json.MAPPER.createObjectNode();
+      out.put("epoch", s.epoch());
+      out.put("head_seq", page.headSeq());
+      ArrayNode arr = out.putArray("items");
+      long last = after;
+      for (ReadStore.PulledItem it : page.items()) {
+        ObjectNode n = arr.addObject();
+        n.put("seq", it.seq());
+        n.put("kind", it.kind());
+        n.put("item_id", it.itemId());
+        n.put("sender_pubkey", it.senderPubkey());
+        n.put("wire_b64", B64.encode(it.wire()));
+        last = it.seq();
+      }
+      out.put("last_seq", last);
+      out.put("more", page.more());
+      ok(ctx, out);
+    }).onFailure(ctx::fail);
+  }
+
+  // ---- ack v2 (wire.md §3) ----
+
+  private void ack(RoutingContext ctx) {
+    Enrolment caller = ctx.get(CALLER);
+    ObjectNode body = bodyObject(ctx);
+    String epoch = jsString(body.get("epoch"));
+    OptionalLong through = JsNumber.safeFloor(JsNumber.of(body.get("through")));
+    s.writes().send(new StoreCommand.Ack(caller.hostPubkey(), epoch, through)).onSuccess(outcome -> {
+      if (outcome instanceof AckOutcome.Done d) {
+        ObjectNode out = Json.MAPPER.createObjectNode();
+        out.put("acked_through", d.ackedThrough());
+        out.put("deleted", d.deleted());
+        out.put("head_seq", d.headSeq());
+        ok(ctx, out);
+      } else if (outcome instanceof AckOutcome.EpochChanged e) {
+        ObjectNode extra = Json.MAPPER.createObjectNode();
+        extra.put("epoch", e.epoch());
+        extra.put("head_seq", e.headSeq());
+        ctx.fail(new RelayError(409, EPOCH_CHANGED, "EPOCH", extra));
+      } else if (outcome instanceof AckOutcome.BadAck b) {
+        ObjectNode extra = Json.MAPPER.createObjectNode();
+        extra.put("epoch", b.epoch());
+        extra.put("head_seq", b.headSeq());
+        ctx.fail(new RelayError(400, "ack beyond the last allocated seq: treat as an epoch change", "BAD_ACK",
+            extra));
+      }
+    }).onFailure(ctx::fail);
+  }
+
+  /** JS {@code String(x ?? "")} of a JSON member. */
+  private static String jsString(JsonNode n) {
+    if (n == null || n.isNull() || n.isMissingNode()) {
+      return "";
+    }
+    if (n.isTextual()) {
+      return n.textValue();
+    }
+    if (n.isNumber() || n.isBoolean()) {
+      return CanonicalJson.canonicalize(n);
+    }
+    if (n.isArray()) {
+      return "";
+    }
+    return "[object Object]";
+  }
+}

@@ -1,0 +1,11 @@
+package io.mbxrelay.server;
+
+/**
+ * Event-bus addresses. The set is small and fixed, so event-bus metrics may label by address (STYLE).
+ */
+public final class Addresses {
+  /** The single writer: {@code StoreCommand} requests, typed results as replies (local only). */
+  public static final String STORE_WRITE = "mbx.store.write";
+
+  private Addresses() {}
+}

@@ -1,0 +1,48 @@
+package io.mbxrelay.server;
+
+import io.mbxrelay.http.RelayRoutes;
+import io.vertx.core.Future;
+import io.vertx.core.VerticleBase;
+import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerOptions;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One HTTP event-loop verticle (STYLE "HttpVerticle (event loop, N instances from conf)"). Instances listening on
+ * the same host and port share the socket; Vert.x spreads connections over them.
+ */
+public final class HttpVerticle extends VerticleBase {
+  private final RelayServices services;
+  private final String host;
+  private final int port;
+  private volatile int actualPort = -1;
+
+  /**
+   * @param services shared services
+   * @param host bind address
+   * @param port port, 0 for an ephemeral one
+   */
+  public HttpVerticle(RelayServices services, String host, int port) {
+    this.services = Objects.requireNonNull(services);
+    this.host = Objects.requireNonNull(host);
+    this.port = port;
+  }
+
+  /** The port actually bound, after start. */
+  public int actualPort() {
+    return actualPort;
+  }
+
+  @Override
+  public Future<?> start() {
+    HttpServerOptions options = new HttpServerOptions()
+        .setIdleTimeout((int) services.config().http().idleTimeoutMs())
+        .setIdleTimeoutUnit(TimeUnit.MILLISECONDS)
+        .setMaxInitialLineLength(16 * 1024)
+        .setMaxHeaderSize(16 * 1024)
+        .setCompressionSupported(false);
+    HttpServer server = vertx.createHttpServer(options).requestHandler(new RelayRoutes(services).router(vertx));
+    return server.listen(port, host).onSuccess(s -> actualPort = s.actualPort());
+  }
+}

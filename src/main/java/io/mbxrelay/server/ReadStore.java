@@ -1,0 +1,250 @@
+package io.mbxrelay.server;
+
+import io.agroal.api.AgroalDataSource;
+import io.agroal.api.configuration.supplier.AgroalDataSourceConfigurationSupplier;
+import io.mbxrelay.store.Enrolment;
+import io.mbxrelay.store.sqlite.SqliteSettings;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.jdbcclient.JDBCPool;
+import io.vertx.sqlclient.Pool;
+import io.vertx.sqlclient.PoolOptions;
+import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.RowSet;
+import io.vertx.sqlclient.SqlConnection;
+import io.vertx.sqlclient.Tuple;
+import java.nio.file.Path;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The server's read path (STYLE: "reads ─► ReadStore: Vert.x JDBC pool over an Agroal DataSource of read-only SQLite
+ * connections (WAL)"). Readers never block the writer and see only committed data.
+ *
+ * <p>Safe on any event loop; every method returns a future completed on the caller's context.
+ */
+public final class ReadStore implements AutoCloseable {
+  private final AgroalDataSource dataSource;
+  private final Pool pool;
+
+  private ReadStore(AgroalDataSource dataSource, Pool pool) {
+    this.dataSource = dataSource;
+    this.pool = pool;
+  }
+
+  /**
+   * Opens the read pool over an existing store file.
+   *
+   * @param vertx Vert.x
+   * @param dbFile {@code relay.db}
+   * @param size pool size (connections)
+   * @param busyTimeoutMs SQLite busy timeout
+   * @return the read store
+   * @throws SQLException when the data source cannot be built
+   */
+  public static ReadStore open(Vertx vertx, Path dbFile, int size, long busyTimeoutMs) throws SQLException {
+    AgroalDataSourceConfigurationSupplier cfg = new AgroalDataSourceConfigurationSupplier()
+        .connectionPoolConfiguration(cp -> cp
+            .initialSize(0)
+            .minSize(0)
+            .maxSize(size)
+            .acquisitionTimeout(Duration.ofSeconds(10))
+            .connectionFactoryConfiguration(cf -> {
+              cf.jdbcUrl(SqliteSettings.url(dbFile)).connectionProviderClass(org.sqlite.JDBC.class).autoCommit(true);
+              for (Map.Entry<Object, Object> e : SqliteSettings.reader(busyTimeoutMs).entrySet()) {
+                cf.jdbcProperty(e.getKey().toString(), e.getValue().toString());
+              }
+              return cf;
+            }));
+    AgroalDataSource ds = AgroalDataSource.from(cfg);
+    Pool pool = JDBCPool.pool(vertx, ds, new PoolOptions().setMaxSize(size).setName("mbx-read"));
+    return new ReadStore(ds, pool);
+  }
+
+  /**
+   * The enrolment of a key, live or revoked.
+   *
+   * @param hostPubkey key string as sent
+   * @return the row or empty
+   */
+  public Future<Optional<Enrolment>> enrolment(String hostPubkey) {
+    return pool.preparedQuery("SELECT host_pubkey, host_name, owner_fp, account, authorized_by, enrolled_at,"
+            + " revoked_at FROM enrolments WHERE host_pubkey = ?")
+        .execute(Tuple.of(hostPubkey))
+        .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(enrolment(rows.iterator().next())));
+  }
+
+  /**
+   * Live enrolments carrying a name, case-insensitively, newest enrolled first (wire.md §2 v1 hop, §4.6).
+   *
+   * @param name the name as sent
+   * @param limit most rows returned (callers ask for one more than they accept, to detect a crowded name)
+   * @return the rows
+   */
+  public Future<List<Enrolment>> liveByName(String name, int limit) {
+    return pool.preparedQuery("SELECT host_pubkey, host_name, owner_fp, account, authorized_by, enrolled_at,"
+            + " revoked_at FROM enrolments WHERE lower(host_name) = lower(?) AND revoked_at IS NULL"
+            + " ORDER BY enrolled_at DESC LIMIT ?")
+        .execute(Tuple.of(name, limit))
+        .map(rows -> {
+          List<Enrolment> out = new ArrayList<>(rows.size());
+          rows.forEach(r -> out.add(enrolment(r)));
+          return out;
+        });
+  }
+
+  private static Enrolment enrolment(Row r) {
+    return new Enrolment(r.getString(0), r.getString(1), r.getString(2), r.getString(3), r.getString(4),
+        r.getString(5), r.getString(6));
+  }
+
+  /**
+   * What {@code info.you} needs (wire.md §4.7).
+   *
+   * @param headSeq last allocated seq, 0 if none
+   * @param ackedThrough stored acked_through, 0 if none
+   * @param v1EncPub the v1 ad's key or null
+   * @param v2Record the v2 ad record (canonical JSON) or null
+   */
+  public record YouState(long headSeq, long ackedThrough, String v1EncPub, String v2Record) {}
+
+  /**
+   * Head, acked position and ads of a host.
+   *
+   * @param hostPubkey the host key
+   * @return its state
+   */
+  public Future<YouState> you(String hostPubkey) {
+    return pool.preparedQuery("SELECT (SELECT next_seq FROM seqs WHERE target_pubkey = ?),"
+            + " (SELECT acked_through FROM acked WHERE target_pubkey = ?),"
+            + " (SELECT enc_pub FROM enc_ads WHERE host_pubkey = ?),"
+            + " (SELECT record FROM enc_ad_records WHERE host_pubkey = ?)")
+        .execute(Tuple.of(hostPubkey, hostPubkey, hostPubkey, hostPubkey))
+        .map(rows -> {
+          Row r = rows.iterator().next();
+          Long next = r.getLong(0);
+          Long acked = r.getLong(1);
+          return new YouState(next == null ? 0 : next - 1, acked == null ? 0 : acked, r.getString(2), r.getString(3));
+        });
+  }
+
+  /**
+   * One stored item as pulled.
+   *
+   * @param seq its seq
+   * @param kind envelope, receipt or expired
+   * @param itemId item id
+   * @param senderPubkey sender key
+   * @param wire exact stored bytes
+   */
+  public record PulledItem(long seq, String kind, String itemId, String senderPubkey, byte[] wire) {}
+
+  /**
+   * A pull page (wire.md §3 pull v2).
+   *
+   * @param headSeq last allocated seq for the target
+   * @param items items in seq order
+   * @param more true when rows beyond the page exist
+   */
+  public record Page(long headSeq, List<PulledItem> items, boolean more) {}
+
+  /**
+   * Reads one page in a single read transaction (a consistent snapshot): first the seqs and sizes of up to
+   * {@code limit + 1} rows from the covering index, then the wire bytes of only the rows that fit.
+   *
+   * @param target the caller's key
+   * @param after exclusive lower seq bound
+   * @param limit most items (1..max_pull)
+   * @param maxBytes byte budget (sum of stored {@code bytes}); a single oversize item still goes out alone
+   * @return the page
+   */
+  public Future<Page> pull(String target, long after, int limit, long maxBytes) {
+    return pool.withTransaction(conn -> conn
+        .preparedQuery("SELECT seq, bytes FROM items WHERE target_pubkey = ? AND seq > ? ORDER BY seq LIMIT ?")
+        .execute(Tuple.of(target, after, limit + 1))
+        .compose(plan -> {
+          int n = 0;
+          long total = 0;
+          long lastSeq = after;
+          int fetched = plan.size();
+          for (Row r : plan) {
+            if (n == limit) {
+              break;
+            }
+            long bytes = r.getLong(1);
+            if (n > 0 && total + bytes > maxBytes) {
+              break;
+            }
+            total += bytes;
+            lastSeq = r.getLong(0);
+            n++;
+          }
+          boolean more = fetched > n;
+          int count = n;
+          long through = lastSeq;
+          Future<List<PulledItem>> items = count == 0 ? Future.succeededFuture(List.of())
+              : items(conn, target, after, through);
+          return items.compose(list -> head(conn, target).map(head -> new Page(head, list, more)));
+        }));
+  }
+
+  private static Future<List<PulledItem>> items(SqlConnection conn, String target, long after, long through) {
+    return conn.preparedQuery("SELECT seq, kind, item_id, sender_pubkey, wire FROM items"
+            + " WHERE target_pubkey = ? AND seq > ? AND seq <= ? ORDER BY seq")
+        .execute(Tuple.of(target, after, through))
+        .map(ReadStore::toItems);
+  }
+
+  private static List<PulledItem> toItems(RowSet<Row> rows) {
+    List<PulledItem> out = new ArrayList<>(rows.size());
+    for (Row r : rows) {
+      out.add(new PulledItem(r.getLong(0), r.getString(1), r.getString(2), r.getString(3), bytes(r.getValue(4))));
+    }
+    return out;
+  }
+
+  private static byte[] bytes(Object v) {
+    if (v instanceof Buffer b) {
+      return b.getBytes();
+    }
+    if (v instanceof byte[] a) {
+      return a;
+    }
+    if (v instanceof String s) {
+      return s.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
+    throw new IllegalStateException("unexpected wire column type " + (v == null ? "null" : v.getClass().getName()));
+  }
+
+  private static Future<Long> head(SqlConnection conn, String target) {
+    return conn.preparedQuery("SELECT next_seq FROM seqs WHERE target_pubkey = ?")
+        .execute(Tuple.of(target))
+        .map(rows -> rows.size() == 0 ? 0L : rows.iterator().next().getLong(0) - 1);
+  }
+
+  /**
+   * Head seq of a target.
+   *
+   * @param target key
+   * @return last allocated seq, 0 if none
+   */
+  public Future<Long> headSeq(String target) {
+    return pool.withConnection(conn -> head(conn, target));
+  }
+
+  /** A trivial query through the pool (readiness). */
+  public Future<Void> probe() {
+    return pool.query("SELECT 1").execute().mapEmpty();
+  }
+
+  @Override
+  public void close() {
+    pool.close();
+    dataSource.close();
+  }
+}

@@ -1,0 +1,185 @@
+package io.mbxrelay.server;
+
+import io.mbxrelay.auth.ChallengeStore;
+import io.mbxrelay.auth.ClientAddress;
+import io.mbxrelay.auth.EnrolmentAuthority;
+import io.mbxrelay.auth.HostKeyChallengeAuthority;
+import io.mbxrelay.auth.SlidingWindowLimiter;
+import io.mbxrelay.config.RelayConfig;
+import io.mbxrelay.crypto.Ed25519KeyPair;
+import io.mbxrelay.store.StoreCommand;
+import io.mbxrelay.store.sqlite.SqliteRelayStore;
+import io.mbxrelay.store.sqlite.StoreLock;
+import io.vertx.core.DeploymentOptions;
+import io.vertx.core.Future;
+import io.vertx.core.ThreadingModel;
+import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Composition root (STYLE "Composition in one place"): lock the store dir, open the store, build Vert.x, register
+ * codecs, deploy the writer and await it, open the read pool, deploy HTTP verticles last. {@link #close()} shuts
+ * down in reverse.
+ */
+public final class RelayServer implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(RelayServer.class);
+
+  /**
+   * Process-level options (CLI flags and environment, wire.md §5 "CLI").
+   *
+   * @param port listen port, 0 for ephemeral
+   * @param bind listen address
+   * @param storeDir store directory
+   * @param clientAddress trust-proxy mode for the enrolment rate
+   * @param crashPoint test-only crash harness point
+   * @param clock time source
+   */
+  public record Options(int port, String bind, Path storeDir, ClientAddress clientAddress, CrashPoint crashPoint,
+      Clock clock) {
+    public Options {
+      Objects.requireNonNull(bind);
+      Objects.requireNonNull(storeDir);
+      Objects.requireNonNull(clientAddress);
+      Objects.requireNonNull(crashPoint);
+      Objects.requireNonNull(clock);
+    }
+  }
+
+  private final Vertx vertx;
+  private final StoreLock lock;
+  private final ReadStore reads;
+  private final RelayServices services;
+  private final SqliteRelayStore.OpenReport openReport;
+  private final List<String> deployments;
+  private final int port;
+
+  private RelayServer(Vertx vertx, StoreLock lock, ReadStore reads, RelayServices services,
+      SqliteRelayStore.OpenReport openReport, List<String> deployments, int port) {
+    this.vertx = vertx;
+    this.lock = lock;
+    this.reads = reads;
+    this.services = services;
+    this.openReport = openReport;
+    this.deployments = deployments;
+    this.port = port;
+  }
+
+  /**
+   * Starts a relay and returns once it listens. Blocking; call from a plain thread (CLI main, test setup).
+   *
+   * @param config validated configuration
+   * @param relayKey the relay key (already loaded)
+   * @param options process options
+   * @return the running relay
+   * @throws Exception when the store cannot be locked or opened, or a verticle fails to deploy
+   */
+  public static RelayServer start(RelayConfig config, Ed25519KeyPair relayKey, Options options) throws Exception {
+    SqliteRelayStore.createStoreDir(options.storeDir());
+    StoreLock lock = StoreLock.acquire(options.storeDir(), 60_000);
+    Vertx vertx = null;
+    try {
+      SqliteRelayStore store = SqliteRelayStore.open(options.storeDir(), relayKey.publicKeyB64(), options.clock(),
+          config.limits(), config.store().busyTimeoutMs(), config.timers().heartbeatStaleMs());
+      if (options.crashPoint() != CrashPoint.NONE) {
+        LOG.warn("test crash harness armed [point: {}]: never use this in production", options.crashPoint());
+        store.commitHook((commands, committed) -> {
+          boolean push = commands.stream().anyMatch(c -> c instanceof StoreCommand.Push);
+          if (push && committed == (options.crashPoint() == CrashPoint.AFTER_COMMIT_BEFORE_REPLY)) {
+            Runtime.getRuntime().halt(86);
+          }
+        });
+      }
+      vertx = Vertx.vertx(new VertxOptions().setPreferNativeTransport(false));
+      vertx.eventBus().registerCodec(new LocalCodec());
+      StoreWriterVerticle writer = new StoreWriterVerticle(store, config.store().writerBatchMax(),
+          (n, nanos, failure) -> {});
+      List<String> deployments = new ArrayList<>();
+      deployments.add(await(vertx.deployVerticle(writer, new DeploymentOptions()
+          .setThreadingModel(ThreadingModel.WORKER).setWorkerPoolName("mbx-writer").setWorkerPoolSize(1))));
+      ReadStore reads = ReadStore.open(vertx, store.file(), config.store().readPoolSize(),
+          config.store().busyTimeoutMs());
+      RelayConfig.Limits l = config.limits();
+      EnrolmentAuthority authority = new HostKeyChallengeAuthority();
+      RelayServices services = new RelayServices(config, relayKey, store.epoch(), version(), reads,
+          new StoreClient(vertx, config.store().writerTimeoutMs()),
+          new ChallengeStore(l.maxOpenChallenges(), l.challengeTtlMs()),
+          new SlidingWindowLimiter(l.enrolCallsPerMinute(), 60_000, l.rateTableMaxKeys()),
+          new SlidingWindowLimiter(l.pushRequestsPerMinute(), 60_000, l.rateTableMaxKeys()),
+          authority, options.clientAddress(), options.clock());
+      HttpVerticle first = new HttpVerticle(services, options.bind(), options.port());
+      deployments.add(await(vertx.deployVerticle(first)));
+      int port = first.actualPort();
+      for (int i = 1; i < config.http().instances(); i++) {
+        deployments.add(await(vertx.deployVerticle(new HttpVerticle(services, options.bind(), port))));
+      }
+      return new RelayServer(vertx, lock, reads, services, store.openReport(), deployments, port);
+    } catch (Exception | Error e) {
+      if (vertx != null) {
+        try {
+          await(vertx.close());
+        } catch (Exception ignored) {
+          // already failing
+        }
+      }
+      lock.close();
+      throw e;
+    }
+  }
+
+  private static <T> T await(Future<T> f) throws Exception {
+    return f.toCompletionStage().toCompletableFuture().get(60, TimeUnit.SECONDS);
+  }
+
+  /** Software version reported in info and the startup log. */
+  public static String version() {
+    String v = RelayServer.class.getPackage().getImplementationVersion();
+    return v == null ? "dev" : v;
+  }
+
+  /** The bound port. */
+  public int port() {
+    return port;
+  }
+
+  /** The store epoch served. */
+  public String epoch() {
+    return services.epoch();
+  }
+
+  /** What opening the store did (created, epoch rotated). */
+  public SqliteRelayStore.OpenReport openReport() {
+    return openReport;
+  }
+
+  /** The Vert.x instance (tests, metrics). */
+  public Vertx vertx() {
+    return vertx;
+  }
+
+  /** Stops HTTP first, then the writer (which answers what is queued and closes the store), then the pools. */
+  @Override
+  public void close() {
+    try {
+      for (int i = deployments.size() - 1; i >= 0; i--) {
+        await(vertx.undeploy(deployments.get(i)));
+      }
+    } catch (Exception e) {
+      LOG.warn("undeploy failed [error: {}]", e.toString());
+    }
+    reads.close();
+    try {
+      await(vertx.close());
+    } catch (Exception e) {
+      LOG.warn("vert.x close failed [error: {}]", e.toString());
+    }
+    lock.close();
+  }
+}

@@ -1,0 +1,57 @@
+package io.mbxrelay.server;
+
+import io.mbxrelay.auth.ChallengeStore;
+import io.mbxrelay.auth.ClientAddress;
+import io.mbxrelay.auth.EnrolmentAuthority;
+import io.mbxrelay.auth.SlidingWindowLimiter;
+import io.mbxrelay.config.RelayConfig;
+import io.mbxrelay.crypto.Ed25519KeyPair;
+import java.time.Clock;
+import java.util.Objects;
+
+/**
+ * What every HTTP verticle instance shares: configuration, relay identity, the read and write paths and the
+ * bounded in-memory state (challenges, rate windows). Built once by {@link RelayServer}; all members are thread-safe.
+ *
+ * @param config validated configuration
+ * @param relayKey the relay's signing key (signs accept receipts)
+ * @param epoch the store epoch for this process's lifetime
+ * @param version software version reported in info
+ * @param reads read path
+ * @param writes write path (the single writer)
+ * @param challenges open enrolment challenges
+ * @param enrolRate per-client-address window for challenge/enrol/rotate
+ * @param pushRate per-sender-key window for pushes
+ * @param authority the enrolment authority
+ * @param clientAddress how the client address is found (trust proxy mode)
+ * @param clock time source
+ */
+public record RelayServices(
+    RelayConfig config,
+    Ed25519KeyPair relayKey,
+    String epoch,
+    String version,
+    ReadStore reads,
+    StoreClient writes,
+    ChallengeStore challenges,
+    SlidingWindowLimiter enrolRate,
+    SlidingWindowLimiter pushRate,
+    EnrolmentAuthority authority,
+    ClientAddress clientAddress,
+    Clock clock) {
+
+  public RelayServices {
+    Objects.requireNonNull(config);
+    Objects.requireNonNull(relayKey);
+    Objects.requireNonNull(epoch);
+    Objects.requireNonNull(version);
+    Objects.requireNonNull(reads);
+    Objects.requireNonNull(writes);
+    Objects.requireNonNull(challenges);
+    Objects.requireNonNull(enrolRate);
+    Objects.requireNonNull(pushRate);
+    Objects.requireNonNull(authority);
+    Objects.requireNonNull(clientAddress);
+    Objects.requireNonNull(clock);
+  }
+}

@@ -1,0 +1,143 @@
+package io.mbxrelay.server;
+
+import io.mbxrelay.store.RelayStore;
+import io.mbxrelay.store.StoreCommand;
+import io.mbxrelay.store.StoreException;
+import io.vertx.core.Future;
+import io.vertx.core.VerticleBase;
+import io.vertx.core.eventbus.DeliveryOptions;
+import io.vertx.core.eventbus.Message;
+import io.vertx.core.eventbus.MessageConsumer;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The only writer (STYLE "One writer"): a worker verticle, deployed exactly once on its own pool of one thread, that
+ * owns the store's single write connection. Every write in the process is a {@link StoreCommand} request on
+ * {@link Addresses#STORE_WRITE}; the reply is sent only after COMMIT.
+ *
+ * <p>Group commit: commands that queued while a transaction ran are taken together (at most {@code batchMax}) into
+ * one transaction, each in its own savepoint, then committed once and answered.
+ *
+ * <p>Failure replies: {@code 503} when the store is unavailable (I/O, disk full, busy) or the writer stopped after
+ * corruption (fail-stop); {@code 500} for a bug in one command.
+ */
+public final class StoreWriterVerticle extends VerticleBase {
+  private static final Logger LOG = LoggerFactory.getLogger(StoreWriterVerticle.class);
+  private static final DeliveryOptions LOCAL = new DeliveryOptions().setCodecName(LocalCodec.NAME);
+
+  /** Observer of each committed or failed transaction (metrics). */
+  public interface TransactionListener {
+    /**
+     * @param commands commands in the transaction
+     * @param nanos time from BEGIN to the end of COMMIT
+     * @param failure null on success
+     */
+    void transaction(int commands, long nanos, StoreException failure);
+  }
+
+  private final RelayStore store;
+  private final int batchMax;
+  private final TransactionListener listener;
+  private final ArrayDeque<Message<StoreCommand<?>>> pending = new ArrayDeque<>();
+  private boolean drainScheduled;
+  private volatile boolean failStopped;
+  private MessageConsumer<StoreCommand<?>> consumer;
+
+  /**
+   * @param store the store; from now on touched only on this verticle's thread
+   * @param batchMax most commands per transaction
+   * @param listener transaction observer
+   */
+  public StoreWriterVerticle(RelayStore store, int batchMax, TransactionListener listener) {
+    this.store = Objects.requireNonNull(store);
+    this.batchMax = batchMax;
+    this.listener = Objects.requireNonNull(listener);
+  }
+
+  /** True after a corruption error stopped the writer; readiness reports it. */
+  public boolean failStopped() {
+    return failStopped;
+  }
+
+  /** Commands waiting for the next transaction (approximate, for metrics). */
+  public int queueDepth() {
+    return pending.size();
+  }
+
+  @Override
+  public Future<?> start() {
+    consumer = vertx.eventBus().localConsumer(Addresses.STORE_WRITE, this::enqueue);
+    return consumer.completion();
+  }
+
+  @Override
+  public Future<?> stop() {
+    Future<Void> f = consumer == null ? Future.succeededFuture() : consumer.unregister();
+    return f.onComplete(ar -> {
+      drain(); // answer what is still queued before the connection closes
+      store.close();
+    });
+  }
+
+  private void enqueue(Message<StoreCommand<?>> message) {
+    pending.add(message);
+    if (!drainScheduled) {
+      drainScheduled = true;
+      // runOnContext queues behind deliveries already waiting on this ordered context, so under load a drain finds
+      // many commands at once.
+      context.runOnContext(v -> drain());
+    }
+  }
+
+  private void drain() {
+    drainScheduled = false;
+    while (!pending.isEmpty()) {
+      List<Message<StoreCommand<?>>> batch = new ArrayList<>(Math.min(pending.size(), batchMax));
+      while (!pending.isEmpty() && batch.size() < batchMax) {
+        batch.add(pending.poll());
+      }
+      runBatch(batch);
+    }
+  }
+
+  private void runBatch(List<Message<StoreCommand<?>>> batch) {
+    if (failStopped) {
+      batch.forEach(m -> m.fail(503, "store stopped after corruption"));
+      return;
+    }
+    List<StoreCommand<?>> commands = new ArrayList<>(batch.size());
+    batch.forEach(m -> commands.add(m.body()));
+    long start = System.nanoTime();
+    List<RelayStore.CommandResult> results;
+    try {
+      results = store.execute(commands);
+    } catch (StoreException e) {
+      listener.transaction(commands.size(), System.nanoTime() - start, e);
+      if (e.kind() == StoreException.Kind.CORRUPT) {
+        failStopped = true;
+        LOG.error("store corrupt: writer stopped (fail-stop) [error: {}]", e.getMessage());
+      } else {
+        LOG.warn("transaction failed [kind: {}] [commands: {}] [error: {}]", e.kind(), commands.size(),
+            e.getMessage());
+      }
+      int code = e.kind() == StoreException.Kind.INTERNAL ? 500 : 503;
+      batch.forEach(m -> m.fail(code, "store unavailable"));
+      return;
+    }
+    listener.transaction(commands.size(), System.nanoTime() - start, null);
+    for (int i = 0; i < batch.size(); i++) {
+      RelayStore.CommandResult r = results.get(i);
+      Message<StoreCommand<?>> m = batch.get(i);
+      if (r.error() == null) {
+        m.reply(r.value(), LOCAL);
+      } else {
+        m.fail(r.error().kind() == StoreException.Kind.INTERNAL ? 500 : 503, "store command failed");
+      }
+    }
+  }
+}

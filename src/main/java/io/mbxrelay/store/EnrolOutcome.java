@@ -1,0 +1,13 @@
+package io.mbxrelay.store;
+
+/** The stored outcome of an enrolment (wire.md §4.1). */
+public enum EnrolOutcome {
+  /** Enrolled or re-enrolled. */
+  OK,
+  /** A new key while the live-enrolment cap is reached: 503 FULL. */
+  FULL,
+  /** The key was revoked: 403 REVOKED; revocation is permanent. */
+  REVOKED,
+  /** Another live key of the same proven account carries the name: 409 NAME_TAKEN. */
+  NAME_TAKEN
+}

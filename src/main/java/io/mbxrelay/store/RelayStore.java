@@ -1,0 +1,86 @@
+package io.mbxrelay.store;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * The relay's durable state (seed 000 §2): enrolments, items with dedup and seq allocation, acks, epoch and meta.
+ * The protocol talks to its state only through this interface, so another backend can replace SQLite without
+ * touching the protocol.
+ *
+ * <p>Threading: one instance is owned by exactly one thread, the writer (in the server: the
+ * {@code StoreWriterVerticle}'s single worker thread; in the CLI: the main thread). The server's hot read paths
+ * (pull, info, hop lookups) do not use this interface but read-only connections of their own.
+ */
+public interface RelayStore extends AutoCloseable {
+
+  /** Current store schema version (wire.md §5: 2). */
+  int SCHEMA_VERSION = 2;
+
+  /** The current epoch, a random UUID v4 string (wire.md §1). */
+  String epoch();
+
+  /** The relay public key this store is pinned to (base64, 44 chars). */
+  String relayPubkey();
+
+  /** The database file. */
+  Path file();
+
+  /**
+   * Runs the commands in one transaction, each in its own savepoint, then commits once (group commit). A command
+   * that fails unexpectedly rolls back to its savepoint and gets its own error; the others still commit.
+   *
+   * @param commands one or more commands, run in order
+   * @return one result per command, in order; only returned after COMMIT
+   * @throws StoreException when the transaction could not be begun or committed: no command took effect
+   */
+  List<CommandResult> execute(List<? extends StoreCommand<?>> commands) throws StoreException;
+
+  /**
+   * Runs one command in its own transaction.
+   *
+   * @param command the command
+   * @param <R> its result type
+   * @return the command's result after COMMIT
+   * @throws StoreException when it failed; nothing took effect
+   */
+  @SuppressWarnings("unchecked")
+  default <R> R execute(StoreCommand<R> command) throws StoreException {
+    CommandResult result = execute(List.of(command)).get(0);
+    if (result.error() != null) {
+      throw result.error();
+    }
+    return (R) result.value();
+  }
+
+  /**
+   * The enrolment of a key, live or revoked.
+   *
+   * @param hostPubkey base64 key as sent
+   * @return the row, or empty
+   * @throws StoreException on I/O failure
+   */
+  Optional<Enrolment> enrolment(String hostPubkey) throws StoreException;
+
+  /**
+   * Last allocated seq of a target ({@code next_seq - 1}, 0 if none).
+   *
+   * @param targetPubkey target key
+   * @return head seq
+   * @throws StoreException on I/O failure
+   */
+  long headSeq(String targetPubkey) throws StoreException;
+
+  /**
+   * Result of one command in a batch: exactly one of value and error is set (value may be a result record).
+   *
+   * @param value the command's result, when it succeeded
+   * @param error the command's failure, when it failed
+   */
+  record CommandResult(Object value, StoreException error) {}
+
+  /** Closes the writer connection. */
+  @Override
+  void close();
+}

@@ -1,0 +1,36 @@
+package io.mbxrelay.store;
+
+/**
+ * A store operation failed for a reason other than an expected outcome: I/O error, disk full, corruption, a bug.
+ * {@link #kind()} tells the caller how to answer (STYLE "Durable before reply").
+ */
+public final class StoreException extends Exception {
+  private static final long serialVersionUID = 1L;
+
+  /** What kind of failure this is. */
+  public enum Kind {
+    /** Disk full, I/O error, busy: 503 for the request, the store may recover. */
+    UNAVAILABLE,
+    /** The database is corrupt: 503 and the writer stops (fail-stop). */
+    CORRUPT,
+    /** Anything else (a bug): 500. */
+    INTERNAL
+  }
+
+  private final Kind kind;
+
+  /**
+   * @param kind failure class
+   * @param message short text without key material or wire bytes
+   * @param cause the underlying exception, may be null
+   */
+  public StoreException(Kind kind, String message, Throwable cause) {
+    super(message, cause);
+    this.kind = kind;
+  }
+
+  /** The failure class. */
+  public Kind kind() {
+    return kind;
+  }
+}

@@ -1,0 +1,54 @@
+package io.mbxrelay.store.sqlite;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+
+/**
+ * Schema migrations (seed 000 §2: "migrate older versions in a transaction; a migration keeps the epoch"). Runs
+ * inside the caller's open {@code BEGIN IMMEDIATE} transaction, so a failed migration leaves the store untouched.
+ */
+final class Migrations {
+  private Migrations() {}
+
+  /**
+   * Brings a store from {@code from} up to the current version.
+   *
+   * @param conn the writer connection inside an open transaction
+   * @param from the stored version (≥ 1, &lt; current)
+   * @throws SQLException when a step fails (the caller rolls back)
+   */
+  static void migrate(Connection conn, int from) throws SQLException {
+    if (from == 1) {
+      v1ToV2(conn);
+    }
+  }
+
+  /**
+   * v1 → v2 (wire.md §5): {@code items} recreated with a BLOB {@code wire} column (v1 stored text), the v1 global
+   * unique-name index dropped (names are labels; unique only inside an account), and the v2 indexes created.
+   */
+  private static void v1ToV2(Connection conn) throws SQLException {
+    try (Statement st = conn.createStatement()) {
+      st.execute("DROP INDEX IF EXISTS enrolments_name_unique");
+      st.execute("ALTER TABLE items RENAME TO items_v1");
+      st.execute(Schema.CURRENT.stream().filter(s -> s.startsWith("CREATE TABLE items(")).findFirst().orElseThrow());
+      st.execute("INSERT INTO items(target_pubkey, seq, kind, item_id, sender_pubkey, sender_host, wire, wire_hash,"
+          + " bytes, accepted_at, expires_at) SELECT target_pubkey, seq, kind, item_id, sender_pubkey, sender_host,"
+          + " CAST(wire AS BLOB), wire_hash, bytes, accepted_at, expires_at FROM items_v1");
+      st.execute("DROP TABLE items_v1");
+      for (String ddl : Schema.CURRENT) {
+        if (ddl.startsWith("CREATE INDEX items_") || ddl.startsWith("CREATE INDEX enrolments_")
+            || ddl.startsWith("CREATE UNIQUE INDEX enrolments_")) {
+          st.execute(ddl.replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ")
+              .replace("CREATE UNIQUE INDEX ", "CREATE UNIQUE INDEX IF NOT EXISTS "));
+        }
+      }
+      for (String ddl : Schema.CURRENT) {
+        if (ddl.startsWith("CREATE TABLE ")) {
+          st.execute(ddl.replace("CREATE TABLE ", "CREATE TABLE IF NOT EXISTS "));
+        }
+      }
+    }
+  }
+}

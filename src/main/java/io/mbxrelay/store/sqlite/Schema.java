@@ -1,0 +1,45 @@
+package io.mbxrelay.store.sqlite;
+
+import java.util.List;
+
+/**
+ * The SQLite schema of the relay store, version {@link io.mbxrelay.store.RelayStore#SCHEMA_VERSION} (wire.md §5
+ * "Relay store"). Tables later features fill (enc-key ads, sender lists, ops) are created from the start.
+ *
+ * <p>Deviations from the reference, none visible on the wire: {@code items.wire} is the last column, so reading any
+ * other column never walks a blob's overflow pages; the sender index also covers {@code bytes}, and an extra
+ * {@code (target_pubkey, seq, bytes)} index lets quota sums and pull page planning read only the index.
+ */
+final class Schema {
+  private Schema() {}
+
+  /** DDL of the current version, in order. */
+  static final List<String> CURRENT = List.of(
+      "CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL)",
+      "CREATE TABLE enrolments(host_pubkey TEXT PRIMARY KEY, host_name TEXT NOT NULL, owner_fp TEXT NOT NULL,"
+          + " account TEXT, authorized_by TEXT, enrolled_at TEXT NOT NULL, revoked_at TEXT)",
+      "CREATE INDEX enrolments_live_name ON enrolments(lower(host_name)) WHERE revoked_at IS NULL",
+      "CREATE UNIQUE INDEX enrolments_account_name ON enrolments(account, lower(host_name))"
+          + " WHERE revoked_at IS NULL AND account IS NOT NULL",
+      "CREATE TABLE enc_ads(host_pubkey TEXT PRIMARY KEY, host_name TEXT NOT NULL, enc_pub TEXT NOT NULL,"
+          + " sig TEXT NOT NULL, at TEXT NOT NULL)",
+      "CREATE TABLE enc_ad_records(host_pubkey TEXT PRIMARY KEY, record TEXT NOT NULL, sig TEXT NOT NULL,"
+          + " at TEXT NOT NULL)",
+      "CREATE TABLE items(target_pubkey TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,"
+          + " item_id TEXT NOT NULL, sender_pubkey TEXT NOT NULL, sender_host TEXT NOT NULL,"
+          + " wire_hash TEXT NOT NULL, bytes INTEGER NOT NULL, accepted_at TEXT NOT NULL, expires_at TEXT,"
+          + " wire BLOB NOT NULL, PRIMARY KEY(target_pubkey, seq))",
+      "CREATE INDEX items_expires ON items(expires_at) WHERE expires_at IS NOT NULL",
+      "CREATE INDEX items_sender_target ON items(sender_pubkey, target_pubkey, bytes)",
+      "CREATE INDEX items_target_seq_bytes ON items(target_pubkey, seq, bytes)",
+      "CREATE TABLE dedup(sender_pubkey TEXT NOT NULL, item_id TEXT NOT NULL, target_pubkey TEXT NOT NULL,"
+          + " wire_hash TEXT NOT NULL, seq INTEGER NOT NULL, accepted_at TEXT NOT NULL,"
+          + " PRIMARY KEY(sender_pubkey, item_id, target_pubkey))",
+      "CREATE INDEX dedup_accepted ON dedup(accepted_at)",
+      "CREATE TABLE seqs(target_pubkey TEXT PRIMARY KEY, next_seq INTEGER NOT NULL)",
+      "CREATE TABLE acked(target_pubkey TEXT PRIMARY KEY, acked_through INTEGER NOT NULL)",
+      "CREATE TABLE sender_lists(target_pubkey TEXT PRIMARY KEY, senders TEXT NOT NULL, iat TEXT NOT NULL,"
+          + " record TEXT NOT NULL, sig TEXT NOT NULL)",
+      "CREATE TABLE ops(id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, op TEXT NOT NULL,"
+          + " receipt TEXT NOT NULL)");
+}

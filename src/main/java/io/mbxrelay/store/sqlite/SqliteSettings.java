@@ -1,0 +1,57 @@
+package io.mbxrelay.store.sqlite;
+
+import java.nio.file.Path;
+import java.util.Properties;
+import org.sqlite.SQLiteConfig;
+
+/**
+ * Connection settings shared by the writer connection and the read-only pool (wire.md §5: WAL,
+ * {@code synchronous=FULL}, {@code foreign_keys=ON}, {@code busy_timeout}).
+ */
+public final class SqliteSettings {
+  /** File name of the store database inside the store directory. */
+  public static final String DB_FILE = "relay.db";
+
+  private SqliteSettings() {}
+
+  /**
+   * JDBC URL of a database file.
+   *
+   * @param dbFile the file
+   * @return {@code jdbc:sqlite:<absolute path>}
+   */
+  public static String url(Path dbFile) {
+    return "jdbc:sqlite:" + dbFile.toAbsolutePath();
+  }
+
+  /**
+   * Properties of the single writer connection.
+   *
+   * @param busyTimeoutMs SQLite busy timeout
+   * @return JDBC properties
+   */
+  public static Properties writer(long busyTimeoutMs) {
+    SQLiteConfig c = new SQLiteConfig();
+    c.setJournalMode(SQLiteConfig.JournalMode.WAL);
+    c.setSynchronous(SQLiteConfig.SynchronousMode.FULL);
+    c.enforceForeignKeys(true);
+    c.setBusyTimeout((int) busyTimeoutMs);
+    c.setTransactionMode(SQLiteConfig.TransactionMode.IMMEDIATE);
+    return c.toProperties();
+  }
+
+  /**
+   * Properties of a read-only pool connection: opened with {@code SQLITE_OPEN_READONLY}, so a bug on the read path
+   * cannot write.
+   *
+   * @param busyTimeoutMs SQLite busy timeout
+   * @return JDBC properties
+   */
+  public static Properties reader(long busyTimeoutMs) {
+    SQLiteConfig c = new SQLiteConfig();
+    c.setReadOnly(true);
+    c.setBusyTimeout((int) busyTimeoutMs);
+    c.enforceForeignKeys(true);
+    return c.toProperties();
+  }
+}

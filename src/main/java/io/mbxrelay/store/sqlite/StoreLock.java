@@ -1,0 +1,93 @@
+package io.mbxrelay.store.sqlite;
+
+import io.mbxrelay.store.StoreOpenException;
+import io.mbxrelay.wire.IsoTime;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.Properties;
+
+/**
+ * The store directory's process lock (wire.md §5 "Ops": {@code relay.lock}, an SQLite file with {@code holder(pid,
+ * at)} held in EXCLUSIVE locking mode for the life of {@code serve}). {@code restore} refuses while it is held.
+ */
+public final class StoreLock implements AutoCloseable {
+  /** Lock file name inside the store directory. */
+  public static final String FILE = "relay.lock";
+
+  private final Connection conn;
+
+  private StoreLock(Connection conn) {
+    this.conn = conn;
+  }
+
+  /**
+   * Takes the lock, waiting up to {@code waitMs} for another holder to go.
+   *
+   * @param storeDir the store directory (must exist)
+   * @param waitMs how long to wait
+   * @return the held lock; release with {@link #close()}
+   * @throws StoreOpenException when another process holds it past the wait
+   */
+  public static StoreLock acquire(Path storeDir, long waitMs) throws StoreOpenException {
+    Path file = storeDir.resolve(FILE);
+    Properties p = new Properties();
+    p.setProperty("busy_timeout", Long.toString(waitMs));
+    Connection c = null;
+    try {
+      c = DriverManager.getConnection(SqliteSettings.url(file), p);
+      try (Statement st = c.createStatement()) {
+        st.execute("PRAGMA locking_mode=EXCLUSIVE");
+        st.execute("BEGIN EXCLUSIVE");
+        st.execute("CREATE TABLE IF NOT EXISTS holder(pid INTEGER, at TEXT)");
+        st.execute("DELETE FROM holder");
+        try (PreparedStatement ps = c.prepareStatement("INSERT INTO holder(pid, at) VALUES(?, ?)")) {
+          ps.setLong(1, ProcessHandle.current().pid());
+          ps.setString(2, IsoTime.format(System.currentTimeMillis()));
+          ps.executeUpdate();
+        }
+        st.execute("COMMIT"); // EXCLUSIVE locking mode keeps the lock after COMMIT until the connection closes
+      }
+      return new StoreLock(c);
+    } catch (SQLException e) {
+      if (c != null) {
+        try {
+          c.close();
+        } catch (SQLException ignored) {
+          // already failing
+        }
+      }
+      throw new StoreOpenException("the store " + storeDir + " is in use by another relay process (" + FILE
+          + " is locked)", e);
+    }
+  }
+
+  /**
+   * Whether another process holds the lock right now (without waiting).
+   *
+   * @param storeDir the store directory
+   * @return true when held elsewhere
+   */
+  public static boolean isHeld(Path storeDir) {
+    if (!storeDir.resolve(FILE).toFile().exists()) {
+      return false;
+    }
+    try (StoreLock l = acquire(storeDir, 0)) {
+      return false;
+    } catch (StoreOpenException e) {
+      return true;
+    }
+  }
+
+  @Override
+  public void close() {
+    try {
+      conn.close();
+    } catch (SQLException ignored) {
+      // releasing
+    }
+  }
+}
