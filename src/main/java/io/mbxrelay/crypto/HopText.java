@@ -31,8 +31,9 @@ public final class HopText {
    * @param method the upper-case HTTP method as on the request line (used as given)
    * @param signedPath the path from {@link #signedPath(String, String)}
    * @param ts the exact {@code x-mbx-ts} header string
-   * @param rawBody the request body as received, decoded as UTF-8 with replacement characters; {@code ""} for
-   *     GET (null is treated as {@code ""})
+   * @param rawBody the request body as received, decoded with {@link io.mbxrelay.wire.Utf8#decode(byte[])}
+   *     (as Node does, so invalid bytes give the same replacement characters); {@code ""} for GET (null is
+   *     treated as {@code ""})
    * @return the text to sign
    */
   public static String signedText(String method, String signedPath, String ts, String rawBody) {

@@ -2,7 +2,6 @@ package io.mbxrelay.wire;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.mbxrelay.crypto.Ed25519;
-import java.nio.charset.StandardCharsets;
 import java.util.Optional;
 
 /**
@@ -21,7 +20,7 @@ public final class WireCheck {
   /**
    * Checks one item's wire bytes.
    *
-   * <p>The bytes are decoded as UTF-8 with U+FFFD for invalid sequences (Node {@code buffer.toString('utf8')})
+   * <p>The bytes are decoded with {@link Utf8#decode(byte[])} (Node {@code buffer.toString('utf8')})
    * and parsed as JSON ({@code bad wire} on failure; a leading BOM fails, as in JS). Then:
    * <ul>
    *   <li>{@code envelope}: {@link EnvelopeCheck} → {@code bad envelope: <reason>}; {@code id} ≠ itemId →
@@ -43,7 +42,7 @@ public final class WireCheck {
   public static Optional<String> check(String kind, String itemId, byte[] wire, String senderPubkeyB64) {
     JsonNode v;
     try {
-      v = Json.parse(new String(wire, StandardCharsets.UTF_8));
+      v = Json.parse(Utf8.decode(wire));
     } catch (IllegalArgumentException e) {
       return Optional.of("bad wire");
     }

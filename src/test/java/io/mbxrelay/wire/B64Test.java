@@ -38,6 +38,12 @@ class B64Test {
   }
 
   @Test
+  void lenient_decode_reads_characters_above_latin1_by_their_low_byte_as_node_does() {
+    assertThat(dec("QUJ\u0141")).containsExactly(0x41, 0x42, 0x40); // U+0141 acts as 'A' (0x41)
+    assertThat(dec("QUJD\u00c1")).containsExactly(0x41, 0x42, 0x43); // U+00C1 is skipped
+  }
+
+  @Test
   void the_std_check_is_the_wire_regex_and_ignores_length_modulo_four() {
     assertThat(B64.isStdB64("eyJ2IjozfQ==")).isTrue();
     assertThat(B64.isStdB64("abc")).isTrue();

@@ -1,0 +1,83 @@
+package io.mbxrelay.wire;
+
+/**
+ * UTF-8 decoding exactly as Node's {@code buffer.toString('utf8')} (the WHATWG Encoding Standard decoder): each
+ * maximal invalid subpart becomes one U+FFFD. Java's own decoder differs on some inputs (for example it turns
+ * the encoded surrogate {@code ED A0 80} into one U+FFFD where Node produces three), and the decoded text feeds
+ * signatures (the hop's raw body, {@code wire.md §2}) and validation ({@code wire.md §3}), so it must match.
+ * A leading BOM is kept, as Node keeps it. Stateless and thread-safe.
+ */
+public final class Utf8 {
+
+  private static final char REPLACEMENT = '\uFFFD';
+
+  private Utf8() {}
+
+  /**
+   * Decodes bytes as Node does.
+   *
+   * @param bytes the bytes (not null)
+   * @return the text, with U+FFFD for every maximal invalid subpart and for a truncated sequence at the end
+   */
+  public static String decode(byte[] bytes) {
+    StringBuilder out = new StringBuilder(bytes.length);
+    int needed = 0;
+    int seen = 0;
+    int codePoint = 0;
+    int lower = 0x80;
+    int upper = 0xBF;
+    for (int i = 0; i < bytes.length; i++) {
+      int b = bytes[i] & 0xFF;
+      if (needed == 0) {
+        if (b <= 0x7F) {
+          out.append((char) b);
+        } else if (b >= 0xC2 && b <= 0xDF) {
+          needed = 1;
+          codePoint = b & 0x1F;
+        } else if (b >= 0xE0 && b <= 0xEF) {
+          if (b == 0xE0) {
+            lower = 0xA0;
+          } else if (b == 0xED) {
+            upper = 0x9F;
+          }
+          needed = 2;
+          codePoint = b & 0x0F;
+        } else if (b >= 0xF0 && b <= 0xF4) {
+          if (b == 0xF0) {
+            lower = 0x90;
+          } else if (b == 0xF4) {
+            upper = 0x8F;
+          }
+          needed = 3;
+          codePoint = b & 0x07;
+        } else {
+          out.append(REPLACEMENT);
+        }
+        continue;
+      }
+      if (b < lower || b > upper) {
+        needed = 0;
+        seen = 0;
+        codePoint = 0;
+        lower = 0x80;
+        upper = 0xBF;
+        out.append(REPLACEMENT);
+        i--; // the byte starts over
+        continue;
+      }
+      lower = 0x80;
+      upper = 0xBF;
+      codePoint = (codePoint << 6) | (b & 0x3F);
+      if (++seen == needed) {
+        out.appendCodePoint(codePoint);
+        needed = 0;
+        seen = 0;
+        codePoint = 0;
+      }
+    }
+    if (needed != 0) {
+      out.append(REPLACEMENT);
+    }
+    return out.toString();
+  }
+}
