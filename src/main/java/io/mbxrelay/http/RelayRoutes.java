@@ -19,6 +19,7 @@ import io.mbxrelay.wire.CanonicalJson;
 import io.mbxrelay.wire.Hashes;
 import io.mbxrelay.wire.Json;
 import io.mbxrelay.wire.JsNumber;
+import io.mbxrelay.wire.Utf8;
 import io.mbxrelay.wire.WireCheck;
 import io.vertx.core.Future;
 import io.vertx.core.MultiMap;
@@ -203,8 +204,8 @@ public final class RelayRoutes {
 
   private static String raw(RoutingContext ctx) {
     Buffer b = ctx.get(RAW);
-    // wire.md §2: the server decodes the received bytes as UTF-8 with replacement characters.
-    return b == null ? "" : new String(b.getBytes(), StandardCharsets.UTF_8);
+    // wire.md §2: the server decodes the received bytes as UTF-8 with replacement characters, exactly as Node does.
+    return b == null ? "" : Utf8.decode(b.getBytes());
   }
 
   /** Parses the body as a JSON object; anything else is 400 (wire.md §3 "Any uncaught error ... → 400"). */
@@ -245,7 +246,7 @@ public final class RelayRoutes {
     if (key != null && !key.isEmpty()) {
       return s.reads().enrolment(key)
           .map(e -> e.filter(Enrolment::live).filter(x -> Ed25519.verify(key, text, sig)))
-          .otherwise(Optional.empty());
+          .recover(RelayRoutes::lookupFailed);
     }
     String host = req.getHeader("x-mbx-host");
     if (host == null || host.isEmpty()) {
@@ -261,7 +262,12 @@ public final class RelayRoutes {
         }
       }
       return Optional.<Enrolment>empty();
-    }).otherwise(Optional.empty());
+    }).recover(RelayRoutes::lookupFailed);
+  }
+
+  private static Future<Optional<Enrolment>> lookupFailed(Throwable err) {
+    LOG.warn("hop lookup failed [error: {}]", err.toString());
+    return Future.succeededFuture(Optional.empty());
   }
 
   private void hopAuth(RoutingContext ctx) {

@@ -73,9 +73,9 @@ public final class ReadStore implements AutoCloseable {
    * @return the row or empty
    */
   public Future<Optional<Enrolment>> enrolment(String hostPubkey) {
-    return pool.preparedQuery("SELECT host_pubkey, host_name, owner_fp, account, authorized_by, enrolled_at,"
+    return read(c -> c.preparedQuery("SELECT host_pubkey, host_name, owner_fp, account, authorized_by, enrolled_at,"
             + " revoked_at FROM enrolments WHERE host_pubkey = ?")
-        .execute(Tuple.of(hostPubkey))
+        .execute(Tuple.of(hostPubkey)))
         .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(enrolment(rows.iterator().next())));
   }
 
@@ -87,15 +87,24 @@ public final class ReadStore implements AutoCloseable {
    * @return the rows
    */
   public Future<List<Enrolment>> liveByName(String name, int limit) {
-    return pool.preparedQuery("SELECT host_pubkey, host_name, owner_fp, account, authorized_by, enrolled_at,"
+    return read(c -> c.preparedQuery("SELECT host_pubkey, host_name, owner_fp, account, authorized_by, enrolled_at,"
             + " revoked_at FROM enrolments WHERE lower(host_name) = lower(?) AND revoked_at IS NULL"
             + " ORDER BY enrolled_at DESC LIMIT ?")
-        .execute(Tuple.of(name, limit))
+        .execute(Tuple.of(name, limit)))
         .map(rows -> {
           List<Enrolment> out = new ArrayList<>(rows.size());
           rows.forEach(r -> out.add(enrolment(r)));
           return out;
         });
+  }
+
+  /**
+   * Runs a read in an explicit transaction. The SQLite JDBC driver keeps a read transaction (and with it an old WAL
+   * snapshot) open on a pooled connection that is not in auto-commit mode; an explicit BEGIN … COMMIT per read makes
+   * every read see everything committed before it started.
+   */
+  private <T> Future<T> read(java.util.function.Function<SqlConnection, Future<T>> fn) {
+    return pool.withTransaction(fn::apply);
   }
 
   private static Enrolment enrolment(Row r) {
@@ -120,11 +129,11 @@ public final class ReadStore implements AutoCloseable {
    * @return its state
    */
   public Future<YouState> you(String hostPubkey) {
-    return pool.preparedQuery("SELECT (SELECT next_seq FROM seqs WHERE target_pubkey = ?),"
+    return read(c -> c.preparedQuery("SELECT (SELECT next_seq FROM seqs WHERE target_pubkey = ?),"
             + " (SELECT acked_through FROM acked WHERE target_pubkey = ?),"
             + " (SELECT enc_pub FROM enc_ads WHERE host_pubkey = ?),"
             + " (SELECT record FROM enc_ad_records WHERE host_pubkey = ?)")
-        .execute(Tuple.of(hostPubkey, hostPubkey, hostPubkey, hostPubkey))
+        .execute(Tuple.of(hostPubkey, hostPubkey, hostPubkey, hostPubkey)))
         .map(rows -> {
           Row r = rows.iterator().next();
           Long next = r.getLong(0);
@@ -164,7 +173,7 @@ public final class ReadStore implements AutoCloseable {
    * @return the page
    */
   public Future<Page> pull(String target, long after, int limit, long maxBytes) {
-    return pool.withTransaction(conn -> conn
+    return read(conn -> conn
         .preparedQuery("SELECT seq, bytes FROM items WHERE target_pubkey = ? AND seq > ? ORDER BY seq LIMIT ?")
         .execute(Tuple.of(target, after, limit + 1))
         .compose(plan -> {
@@ -234,7 +243,7 @@ public final class ReadStore implements AutoCloseable {
    * @return last allocated seq, 0 if none
    */
   public Future<Long> headSeq(String target) {
-    return pool.withConnection(conn -> head(conn, target));
+    return read(conn -> head(conn, target));
   }
 
   /** A trivial query through the pool (readiness). */

@@ -114,12 +114,15 @@ public final class RelayServer implements AutoCloseable {
           new SlidingWindowLimiter(l.enrolCallsPerMinute(), 60_000, l.rateTableMaxKeys()),
           new SlidingWindowLimiter(l.pushRequestsPerMinute(), 60_000, l.rateTableMaxKeys()),
           authority, options.clientAddress(), options.clock());
-      HttpVerticle first = new HttpVerticle(services, options.bind(), options.port());
-      deployments.add(await(vertx.deployVerticle(first)));
-      int port = first.actualPort();
-      for (int i = 1; i < config.http().instances(); i++) {
-        deployments.add(await(vertx.deployVerticle(new HttpVerticle(services, options.bind(), port))));
-      }
+      // A negative port asks Vert.x for one random port shared by every instance (Vert.x "random port sharing").
+      int listen = options.port() == 0 ? -1 : options.port();
+      List<HttpVerticle> instances = new java.util.concurrent.CopyOnWriteArrayList<>();
+      deployments.add(await(vertx.deployVerticle(() -> {
+        HttpVerticle v = new HttpVerticle(services, options.bind(), listen);
+        instances.add(v);
+        return v;
+      }, new DeploymentOptions().setInstances(config.http().instances()))));
+      int port = instances.get(0).actualPort();
       return new RelayServer(vertx, lock, reads, services, store.openReport(), deployments, port);
     } catch (Exception | Error e) {
       if (vertx != null) {
