@@ -1,0 +1,104 @@
+package io.mbxrelay.testing;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * The shaded jar ({@code target/mbxrelay.jar}, built by {@code package} before Failsafe runs) as a child process:
+ * {@code serve --port 0 --bind 127.0.0.1 --store-dir DIR}. {@link #kill()} sends SIGKILL.
+ */
+public final class ChildRelay implements AutoCloseable {
+  private static final Pattern LISTENING = Pattern.compile("listening on :(\\d+)");
+  public final Process process;
+  public final int port;
+  public final List<String> output;
+
+  private ChildRelay(Process process, int port, List<String> output) {
+    this.process = process;
+    this.port = port;
+    this.output = output;
+  }
+
+  /** The jar under test. */
+  public static Path jar() {
+    String p = System.getProperty("mbxrelay.jar", "target/mbxrelay.jar");
+    Path jar = Path.of(p);
+    if (!Files.isRegularFile(jar)) {
+      throw new IllegalStateException("shaded jar missing: " + jar + " (run mvn package first)");
+    }
+    return jar;
+  }
+
+  /** Starts a relay child and waits for its listening line. */
+  public static ChildRelay start(Path storeDir, Map<String, String> env) throws Exception {
+    List<String> cmd = new ArrayList<>(List.of(javaBin(), "-jar", jar().toString(), "serve", "--port", "0",
+        "--bind", "127.0.0.1", "--store-dir", storeDir.toString()));
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+    pb.environment().remove("MBX_RELAY_KEY");
+    pb.environment().remove("MBX_RELAY_TEST_CRASH");
+    pb.environment().put("MBX_RELAY_LIMITS_ENROL_CALLS_PER_MINUTE", "100000");
+    pb.environment().putAll(env);
+    Process p = pb.start();
+    List<String> out = new CopyOnWriteArrayList<>();
+    CompletableFuture<Integer> port = new CompletableFuture<>();
+    Thread reader = new Thread(() -> {
+      try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+        String line;
+        while ((line = r.readLine()) != null) {
+          out.add(line);
+          Matcher m = LISTENING.matcher(line);
+          if (m.find()) {
+            port.complete(Integer.parseInt(m.group(1)));
+          }
+        }
+      } catch (IOException ignored) {
+        // process gone
+      }
+      port.completeExceptionally(new IllegalStateException("relay exited before listening: " + out));
+    }, "child-relay-output");
+    reader.setDaemon(true);
+    reader.start();
+    return new ChildRelay(p, port.get(60, TimeUnit.SECONDS), out);
+  }
+
+  public String url() {
+    return "http://127.0.0.1:" + port;
+  }
+
+  /** SIGKILL and wait for the process to be gone. */
+  public void kill() throws InterruptedException {
+    process.destroyForcibly();
+    process.waitFor(30, TimeUnit.SECONDS);
+  }
+
+  /** Waits for the process to end by itself; returns its exit code. */
+  public int awaitExit() throws InterruptedException {
+    if (!process.waitFor(30, TimeUnit.SECONDS)) {
+      throw new IllegalStateException("relay did not exit");
+    }
+    return process.exitValue();
+  }
+
+  private static String javaBin() {
+    return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+  }
+
+  @Override
+  public void close() throws InterruptedException {
+    if (process.isAlive()) {
+      kill();
+    }
+  }
+}
