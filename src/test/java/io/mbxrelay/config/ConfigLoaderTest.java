@@ -1,0 +1,57 @@
+package io.mbxrelay.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class ConfigLoaderTest {
+
+  @Test
+  void the_defaults_are_the_wire_md_constants() throws Exception {
+    RelayConfig c = ConfigLoader.load(null, Map.of());
+    assertThat(c.limits().maxItemBytes()).isEqualTo(524_288);
+    assertThat(c.limits().maxBatch()).isEqualTo(200);
+    assertThat(c.limits().maxPull()).isEqualTo(500);
+    assertThat(c.limits().maxPullBytes()).isEqualTo(8_388_608);
+    assertThat(c.limits().maxTargets()).isEqualTo(64);
+    assertThat(c.limits().retentionDays()).isEqualTo(14);
+    assertThat(c.limits().maxQueueBytes()).isEqualTo(52_428_800L);
+    assertThat(c.limits().maxSenderBytes()).isEqualTo(20_971_520L);
+    assertThat(c.http().maxBodyBytes()).isEqualTo(8_388_608);
+    assertThat(c.http().maxSmallBodyBytes()).isEqualTo(8192);
+    assertThat(c.timers().heartbeatMs()).isEqualTo(30_000);
+    assertThat(c.enrolment().authority()).isEqualTo("host-key-challenge");
+  }
+
+  @Test
+  void an_operator_file_then_environment_variables_override_the_defaults(@TempDir Path dir) throws Exception {
+    Path f = dir.resolve("relay.json");
+    Files.writeString(f, "{\"http\":{\"instances\":3},\"limits\":{\"maxBatch\":50}}");
+    RelayConfig c = ConfigLoader.load(f, Map.of("MBX_RELAY_LIMITS_MAX_BATCH", "20", "MBX_RELAY_STORE_READ_POOL_SIZE", "7"));
+    assertThat(c.http().instances()).isEqualTo(3);
+    assertThat(c.limits().maxBatch()).isEqualTo(20);
+    assertThat(c.store().readPoolSize()).isEqualTo(7);
+    assertThat(ConfigLoader.envName("limits", "maxPullBytes")).isEqualTo("MBX_RELAY_LIMITS_MAX_PULL_BYTES");
+  }
+
+  @Test
+  void every_violation_is_listed_at_once(@TempDir Path dir) throws Exception {
+    Path f = dir.resolve("relay.json");
+    Files.writeString(f, "{\"http\":{\"instances\":0,\"nope\":1},\"limits\":{\"maxBatch\":\"many\"}}");
+    assertThatThrownBy(() -> ConfigLoader.load(f, Map.of("MBX_RELAY_STORE_READ_POOL_SIZE", "lots")))
+        .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.violations()).containsExactlyInAnyOrder(
+            "unknown setting http.nope", "limits.maxBatch must be an integer",
+            "MBX_RELAY_STORE_READ_POOL_SIZE must be an integer"));
+    assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("MBX_RELAY_HTTP_INSTANCES", "0",
+        "MBX_RELAY_LIMITS_RETENTION_DAYS", "0", "MBX_RELAY_ENROLMENT_AUTHORITY", "magic")))
+        .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.violations()).hasSize(3)
+            .anyMatch(v -> v.startsWith("http.instances must be between 1 and 64"))
+            .anyMatch(v -> v.startsWith("limits.retentionDays must be between"))
+            .anyMatch(v -> v.startsWith("enrolment.authority must be one of")));
+  }
+}

@@ -1,0 +1,184 @@
+package io.mbxrelay.store.sqlite;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.mbxrelay.config.RelayConfig;
+import io.mbxrelay.crypto.Ed25519KeyPair;
+import io.mbxrelay.store.RelayStore;
+import io.mbxrelay.store.RelayStoreContractTest;
+import io.mbxrelay.store.StoreOpenException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Clock;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@link SqliteRelayStore}: the contract plus what only SQLite has (pragmas, schema versions, pinning). */
+class SqliteRelayStoreTest extends RelayStoreContractTest {
+  @TempDir
+  Path dir;
+
+  @Override
+  protected RelayStore open(RelayConfig.Limits limits, Clock clock) throws Exception {
+    Path d = Files.createTempDirectory(dir, "store");
+    return SqliteRelayStore.open(d, relayKey, clock, limits, 5000, 600_000);
+  }
+
+  private RelayConfig.Limits defaults() throws Exception {
+    return limits(Map.of());
+  }
+
+  private static String pragma(Path db, String name) throws Exception {
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + db);
+        Statement st = c.createStatement(); ResultSet rs = st.executeQuery("PRAGMA " + name)) {
+      rs.next();
+      return rs.getString(1);
+    }
+  }
+
+  @Test
+  void a_new_store_uses_wal_with_a_uuid_epoch_and_schema_version_2(@TempDir Path d) throws Exception {
+    try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, Clock.systemUTC(), defaults(), 5000, 600_000)) {
+      assertThat(s.epoch()).matches("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
+      assertThat(s.openReport().created()).isTrue();
+      assertThat(pragma(s.file(), "journal_mode")).isEqualTo("wal");
+      try (Statement st = s.connection().createStatement()) {
+        ResultSet rs = st.executeQuery("PRAGMA synchronous");
+        rs.next();
+        assertThat(rs.getInt(1)).isEqualTo(2); // FULL
+        rs = st.executeQuery("PRAGMA foreign_keys");
+        rs.next();
+        assertThat(rs.getInt(1)).isEqualTo(1);
+        rs = st.executeQuery("SELECT v FROM meta WHERE k='schema_version'");
+        rs.next();
+        assertThat(rs.getString(1)).isEqualTo("2");
+      }
+    }
+  }
+
+  @Test
+  void reopening_keeps_the_epoch_and_another_relay_key_is_refused_without_echoing_key_material(@TempDir Path d)
+      throws Exception {
+    String epoch;
+    try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, Clock.systemUTC(), defaults(), 5000, 600_000)) {
+      epoch = s.epoch();
+    }
+    try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, Clock.systemUTC(), defaults(), 5000, 600_000)) {
+      assertThat(s.epoch()).isEqualTo(epoch);
+      assertThat(s.openReport().created()).isFalse();
+    }
+    Ed25519KeyPair other = Ed25519KeyPair.generate();
+    assertThatThrownBy(() -> SqliteRelayStore.open(d, other.publicKeyB64(), Clock.systemUTC(), defaults(), 5000,
+        600_000))
+        .isInstanceOf(StoreOpenException.class)
+        .hasMessageContaining("another relay key")
+        .satisfies(e -> {
+          assertThat(e.getMessage()).doesNotContain(other.publicKeyB64()).doesNotContain(other.seedB64())
+              .doesNotContain(relayKey);
+        });
+  }
+
+  @Test
+  void a_store_with_a_newer_schema_is_refused_with_a_clear_message(@TempDir Path d) throws Exception {
+    SqliteRelayStore.open(d, relayKey, Clock.systemUTC(), defaults(), 5000, 600_000).close();
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + d.resolve("relay.db"));
+        Statement st = c.createStatement()) {
+      st.executeUpdate("UPDATE meta SET v='3' WHERE k='schema_version'");
+    }
+    assertThatThrownBy(() -> SqliteRelayStore.open(d, relayKey, Clock.systemUTC(), defaults(), 5000, 600_000))
+        .isInstanceOf(StoreOpenException.class)
+        .hasMessageContaining("schema version 3 is newer than this binary supports (2)");
+  }
+
+  @Test
+  void a_file_that_is_not_a_store_is_refused(@TempDir Path d) throws Exception {
+    Files.writeString(d.resolve("relay.db"), "this is not a database, just text that is long enough".repeat(100));
+    assertThatThrownBy(() -> SqliteRelayStore.open(d, relayKey, Clock.systemUTC(), defaults(), 5000, 600_000))
+        .isInstanceOf(StoreOpenException.class)
+        .hasMessageContaining("not");
+  }
+
+  @Test
+  void a_version_1_store_is_migrated_in_place_keeping_its_epoch_items_and_text_wire_as_blob(@TempDir Path d)
+      throws Exception {
+    // a v1 store as the reference wrote it: items.wire as TEXT and a global unique name index
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + d.resolve("relay.db"));
+        Statement st = c.createStatement()) {
+      st.execute("CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL)");
+      st.execute("CREATE TABLE enrolments(host_pubkey TEXT PRIMARY KEY, host_name TEXT NOT NULL, owner_fp TEXT NOT NULL,"
+          + " account TEXT, authorized_by TEXT, enrolled_at TEXT NOT NULL, revoked_at TEXT)");
+      st.execute("CREATE UNIQUE INDEX enrolments_name_unique ON enrolments(lower(host_name))");
+      st.execute("CREATE TABLE items(target_pubkey TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,"
+          + " item_id TEXT NOT NULL, sender_pubkey TEXT NOT NULL, sender_host TEXT NOT NULL, wire TEXT NOT NULL,"
+          + " wire_hash TEXT NOT NULL, bytes INTEGER NOT NULL, accepted_at TEXT NOT NULL, expires_at TEXT,"
+          + " PRIMARY KEY(target_pubkey, seq))");
+      st.execute("CREATE TABLE dedup(sender_pubkey TEXT NOT NULL, item_id TEXT NOT NULL, target_pubkey TEXT NOT NULL,"
+          + " wire_hash TEXT NOT NULL, seq INTEGER NOT NULL, accepted_at TEXT NOT NULL,"
+          + " PRIMARY KEY(sender_pubkey, item_id, target_pubkey))");
+      st.execute("CREATE TABLE seqs(target_pubkey TEXT PRIMARY KEY, next_seq INTEGER NOT NULL)");
+      st.execute("CREATE TABLE acked(target_pubkey TEXT PRIMARY KEY, acked_through INTEGER NOT NULL)");
+      st.execute("INSERT INTO meta VALUES('schema_version','1'),('epoch','11111111-1111-4111-8111-111111111111'),"
+          + "('relay_pubkey','" + relayKey + "')");
+      st.execute("INSERT INTO enrolments VALUES('" + b + "','beta','',NULL,NULL,'2026-01-01T00:00:00.000Z',NULL)");
+      st.execute("INSERT INTO items VALUES('" + b + "',5,'envelope','id1','" + a + "','alpha','{\"v\":3}','h',7,"
+          + "'2026-01-01T00:00:00.000Z','2026-01-15T00:00:00.000Z')");
+      st.execute("INSERT INTO seqs VALUES('" + b + "',6)");
+    }
+    Clock now = Clock.fixed(Instant.parse("2026-02-01T00:00:00Z"), ZoneOffset.UTC);
+    try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, now, defaults(), 5000, 0)) {
+      assertThat(s.epoch()).isEqualTo("11111111-1111-4111-8111-111111111111");
+      assertThat(s.headSeq(b)).isEqualTo(5);
+      try (Statement st = s.connection().createStatement()) {
+        ResultSet rs = st.executeQuery("SELECT typeof(wire), wire, expires_at FROM items");
+        rs.next();
+        assertThat(rs.getString(1)).isEqualTo("blob");
+        assertThat(new String(rs.getBytes(2), java.nio.charset.StandardCharsets.UTF_8)).isEqualTo("{\"v\":3}");
+        assertThat(rs.getString(3)).as("history of unknown origin never expires (expiry_from)").isNull();
+        rs = st.executeQuery("SELECT v FROM meta WHERE k='schema_version'");
+        rs.next();
+        assertThat(rs.getString(1)).isEqualTo("2");
+        rs = st.executeQuery("SELECT count(*) FROM sqlite_master WHERE name='enrolments_name_unique'");
+        rs.next();
+        assertThat(rs.getInt(1)).isZero();
+      }
+    }
+  }
+
+  @Test
+  void a_heartbeat_older_than_the_stale_bound_rotates_the_epoch_at_open_and_a_recent_one_does_not(@TempDir Path d)
+      throws Exception {
+    Instant t0 = Instant.parse("2026-11-29T12:00:00Z");
+    String epoch;
+    try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, Clock.fixed(t0, ZoneOffset.UTC), defaults(), 5000,
+        600_000)) {
+      epoch = s.epoch();
+    }
+    try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey,
+        Clock.fixed(t0.plusSeconds(5 * 60), ZoneOffset.UTC), defaults(), 5000, 600_000)) {
+      assertThat(s.epoch()).isEqualTo(epoch);
+      assertThat(s.openReport().epochRotatedReason()).isNull();
+    }
+    try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey,
+        Clock.fixed(t0.plusSeconds(5 * 60 + 11 * 60), ZoneOffset.UTC), defaults(), 5000, 600_000)) {
+      assertThat(s.epoch()).isNotEqualTo(epoch);
+      assertThat(s.openReport().epochRotatedReason()).isEqualTo("stale heartbeat");
+      assertThat(s.openReport().previousEpoch()).isEqualTo(epoch);
+      try (Statement st = s.connection().createStatement()) {
+        ResultSet rs = st.executeQuery("SELECT count(*) FROM ops WHERE op='epoch-rotated'");
+        rs.next();
+        assertThat(rs.getInt(1)).isEqualTo(1);
+        rs = st.executeQuery("SELECT v FROM meta WHERE k='epoch_rotated'");
+        rs.next();
+        assertThat(rs.getString(1)).contains("\"reason\":\"stale heartbeat\"");
+      }
+    }
+  }
+}
