@@ -41,15 +41,24 @@ public final class RelayServer implements AutoCloseable {
    * @param clientAddress trust-proxy mode for the enrolment rate
    * @param crashPoint test-only crash harness point
    * @param clock time source
+   * @param onSweep observer of each expiry sweep run (tests, metrics)
    */
   public record Options(int port, String bind, Path storeDir, ClientAddress clientAddress, CrashPoint crashPoint,
-      Clock clock) {
+      Clock clock, java.util.function.Consumer<ExpirySweepVerticle.Run> onSweep) {
+
+    /** Options without a sweep observer. */
+    public Options(int port, String bind, Path storeDir, ClientAddress clientAddress, CrashPoint crashPoint,
+        Clock clock) {
+      this(port, bind, storeDir, clientAddress, crashPoint, clock, run -> {});
+    }
+
     public Options {
       Objects.requireNonNull(bind);
       Objects.requireNonNull(storeDir);
       Objects.requireNonNull(clientAddress);
       Objects.requireNonNull(crashPoint);
       Objects.requireNonNull(clock);
+      Objects.requireNonNull(onSweep);
     }
   }
 
@@ -114,6 +123,11 @@ public final class RelayServer implements AutoCloseable {
           new SlidingWindowLimiter(l.enrolCallsPerMinute(), 60_000, l.rateTableMaxKeys()),
           new SlidingWindowLimiter(l.pushRequestsPerMinute(), 60_000, l.rateTableMaxKeys()),
           authority, options.clientAddress(), options.clock());
+      deployments.add(await(vertx.deployVerticle(new HeartbeatVerticle(services.writes(),
+          config.timers().heartbeatMs()))));
+      ExpirySweepVerticle sweep = new ExpirySweepVerticle(services.writes(), config, relayKey, options.clock(),
+          options.onSweep());
+      deployments.add(await(vertx.deployVerticle(sweep)));
       // A negative port asks Vert.x for one random port shared by every instance (Vert.x "random port sharing").
       int listen = options.port() == 0 ? -1 : options.port();
       List<HttpVerticle> instances = new java.util.concurrent.CopyOnWriteArrayList<>();

@@ -11,7 +11,8 @@ import java.util.OptionalLong;
  * @param <R> the result type of the command
  */
 public sealed interface StoreCommand<R>
-    permits StoreCommand.Push, StoreCommand.Enrol, StoreCommand.Ack, StoreCommand.Heartbeat, StoreCommand.Probe {
+    permits StoreCommand.Push, StoreCommand.Enrol, StoreCommand.Ack, StoreCommand.Heartbeat, StoreCommand.Probe,
+        StoreCommand.SweepBatch, StoreCommand.PruneDedup, StoreCommand.LogOp {
 
   /**
    * Stores one pushed item for all its targets, all or nothing (wire.md §3 push v2, step 5 database checks and step
@@ -79,4 +80,36 @@ public sealed interface StoreCommand<R>
    * A probe transaction for readiness: writes nothing but takes the write lock and commits.
    */
   record Probe() implements StoreCommand<Boolean> {}
+
+  // ---- retention (seed 000 §6, wire.md §4.10, §5 "Sweep") ----
+
+  /**
+   * One bounded sweep transaction: deletes at most {@code maxRows} items whose {@code expires_at ≤ now} (ordered by
+   * expires_at, target, seq), leaving their dedup rows as tombstones, and enqueues for the sender of each expired
+   * envelope one signed {@code relay-expired} notice (once; skipped and counted when the sender is not live or its
+   * queue is over the target caps).
+   *
+   * @param nowMs sweep time (ms since the epoch)
+   * @param maxRows most items deleted in this transaction (wire.md §3: 500)
+   * @param signer signs the canonical notice bytes with the relay key, returning the base64 signature
+   */
+  record SweepBatch(long nowMs, int maxRows, java.util.function.Function<byte[], String> signer)
+      implements StoreCommand<SweepCounts> {}
+
+  /**
+   * Deletes at most {@code maxRows} dedup rows older than the horizon whose item no longer exists (wire.md §5:
+   * horizon = retention + 7 days).
+   *
+   * @param beforeIso dedup rows with {@code accepted_at} before this ISO time are candidates
+   * @param maxRows most rows deleted in this transaction
+   */
+  record PruneDedup(String beforeIso, int maxRows) implements StoreCommand<Integer> {}
+
+  /**
+   * Appends an entry to the ops log (last 1,000 kept; wire.md §5 "ops").
+   *
+   * @param op short op name, e.g. {@code sweep}
+   * @param receiptJson the receipt JSON text
+   */
+  record LogOp(String op, String receiptJson) implements StoreCommand<Boolean> {}
 }

@@ -9,6 +9,7 @@ import io.mbxrelay.store.RelayStore;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.store.StoreException;
 import io.mbxrelay.store.StoreOpenException;
+import io.mbxrelay.store.SweepCounts;
 import io.mbxrelay.wire.IsoTime;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -396,6 +397,13 @@ public final class SqliteRelayStore implements RelayStore {
       long now = clock.millis();
       putMeta("heartbeat", Long.toString(now));
       return now;
+    } else if (command instanceof StoreCommand.SweepBatch sb) {
+      return sweepBatch(sb);
+    } else if (command instanceof StoreCommand.PruneDedup pd) {
+      return pruneDedup(pd);
+    } else if (command instanceof StoreCommand.LogOp op) {
+      addOp(op.op(), op.receiptJson());
+      return true;
     } else if (command instanceof StoreCommand.Probe) {
       try (Statement st = conn.createStatement(); ResultSet rs = st.executeQuery("SELECT count(*) FROM meta")) {
         return rs.next();
@@ -564,6 +572,116 @@ public final class SqliteRelayStore implements RelayStore {
       ps.setString(10, nowIso);
       ps.setString(11, expiresAt);
       ps.executeUpdate();
+    }
+  }
+
+  // ---- expiry sweep (seed 000 §6, wire.md §4.10, §5 "Sweep") ----
+
+  private record Expiring(String target, long seq, String kind, String itemId, String sender, long bytes,
+      String acceptedAt) {}
+
+  private SweepCounts sweepBatch(StoreCommand.SweepBatch sb) throws SQLException {
+    String at = IsoTime.format(sb.nowMs());
+    List<Expiring> rows = new ArrayList<>();
+    try (PreparedStatement ps = conn.prepareStatement("SELECT target_pubkey, seq, kind, item_id, sender_pubkey, bytes,"
+        + " accepted_at FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?"
+        + " ORDER BY expires_at, target_pubkey, seq LIMIT ?")) {
+      ps.setString(1, at);
+      ps.setInt(2, sb.maxRows());
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          rows.add(new Expiring(rs.getString(1), rs.getLong(2), rs.getString(3), rs.getString(4), rs.getString(5),
+              rs.getLong(6), rs.getString(7)));
+        }
+      }
+    }
+    int envelopes = 0;
+    int receipts = 0;
+    int expired = 0;
+    int notices = 0;
+    int notEnrolled = 0;
+    int overCap = 0;
+    long freed = 0;
+    String expiresAt = IsoTime.format(sb.nowMs() + limits.retentionMs());
+    for (Expiring r : rows) {
+      try (PreparedStatement ps = conn.prepareStatement("DELETE FROM items WHERE target_pubkey=? AND seq=?")) {
+        ps.setString(1, r.target);
+        ps.setLong(2, r.seq);
+        ps.executeUpdate();
+      }
+      freed += r.bytes;
+      switch (r.kind) {
+        case "envelope" -> envelopes++;
+        case "receipt" -> receipts++;
+        default -> expired++;
+      }
+      if (!r.kind.equals("envelope")) {
+        continue; // receipts are advisory and notices never beget notices (seed 000 §6)
+      }
+      Optional<Enrolment> sender = enrolmentRow(r.sender);
+      if (sender.isEmpty() || !sender.get().live()) {
+        notEnrolled++;
+        continue;
+      }
+      String noticeId = "expired:" + r.itemId + ":" + r.target;
+      if (dedupRow(relayPubkey, noticeId, r.sender) != null) {
+        continue; // already told
+      }
+      com.fasterxml.jackson.databind.node.ObjectNode notice = io.mbxrelay.wire.Json.MAPPER.createObjectNode();
+      notice.put("v", 1);
+      notice.put("type", "relay-expired");
+      notice.put("item_id", r.itemId);
+      notice.put("target_pubkey", r.target);
+      notice.put("accepted_at", r.acceptedAt);
+      notice.put("expired_at", at);
+      com.fasterxml.jackson.databind.node.ObjectNode wireNode = io.mbxrelay.wire.Json.MAPPER.createObjectNode();
+      wireNode.set("notice", notice);
+      wireNode.put("sig", sb.signer().apply(io.mbxrelay.wire.CanonicalJson.canonicalBytes(notice)));
+      byte[] wire = io.mbxrelay.wire.CanonicalJson.canonicalBytes(wireNode);
+      long[] q = sums("SELECT count(*), coalesce(sum(bytes), 0) FROM items WHERE target_pubkey=?", r.sender);
+      if (q[0] + 1 > limits.maxQueueItems() || q[1] + wire.length > limits.maxQueueBytes()) {
+        overCap++;
+        continue;
+      }
+      String hash = io.mbxrelay.wire.Hashes.sha256Hex(wire);
+      long seq = allocateSeq(r.sender, sb.nowMs());
+      try (PreparedStatement ps = conn.prepareStatement("INSERT INTO items(target_pubkey, seq, kind, item_id,"
+          + " sender_pubkey, sender_host, wire, wire_hash, bytes, accepted_at, expires_at)"
+          + " VALUES(?, ?, 'expired', ?, ?, 'relay', ?, ?, ?, ?, ?)")) {
+        ps.setString(1, r.sender);
+        ps.setLong(2, seq);
+        ps.setString(3, noticeId);
+        ps.setString(4, relayPubkey);
+        ps.setBytes(5, wire);
+        ps.setString(6, hash);
+        ps.setLong(7, wire.length);
+        ps.setString(8, at);
+        ps.setString(9, expiresAt);
+        ps.executeUpdate();
+      }
+      try (PreparedStatement ps = conn.prepareStatement(
+          "INSERT INTO dedup(sender_pubkey, item_id, target_pubkey, wire_hash, seq, accepted_at)"
+              + " VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")) {
+        ps.setString(1, relayPubkey);
+        ps.setString(2, noticeId);
+        ps.setString(3, r.sender);
+        ps.setString(4, hash);
+        ps.setLong(5, seq);
+        ps.setString(6, at);
+        ps.executeUpdate();
+      }
+      notices++;
+    }
+    return new SweepCounts(rows.size(), envelopes, receipts, expired, notices, notEnrolled, overCap, freed);
+  }
+
+  private int pruneDedup(StoreCommand.PruneDedup pd) throws SQLException {
+    try (PreparedStatement ps = conn.prepareStatement("DELETE FROM dedup WHERE rowid IN (SELECT d.rowid FROM dedup d"
+        + " WHERE d.accepted_at < ? AND NOT EXISTS (SELECT 1 FROM items i WHERE i.target_pubkey = d.target_pubkey"
+        + " AND i.seq = d.seq) LIMIT ?)")) {
+      ps.setString(1, pd.beforeIso());
+      ps.setInt(2, pd.maxRows());
+      return ps.executeUpdate();
     }
   }
 

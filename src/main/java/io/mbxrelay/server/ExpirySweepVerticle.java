@@ -1,0 +1,136 @@
+package io.mbxrelay.server;
+
+import io.mbxrelay.config.RelayConfig;
+import io.mbxrelay.crypto.Ed25519KeyPair;
+import io.mbxrelay.store.StoreCommand;
+import io.mbxrelay.store.SweepCounts;
+import io.mbxrelay.wire.IsoTime;
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.VerticleBase;
+import java.time.Clock;
+import java.util.Objects;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Timer verticle: the expiry sweep (seed 000 §6, wire.md §5 "Sweep"), at start and every {@code sweepIntervalMs}.
+ * Each run sends at most {@code sweepMaxBatches} bounded {@link StoreCommand.SweepBatch} transactions of at most
+ * {@code sweepBatchRows} rows to the writer, one after the other, so pushes queue between batches and never wait
+ * for a whole sweep; then prunes dedup rows past the horizon (retention + 7 days) in bounded transactions; then, if
+ * anything happened, logs a {@code relay-sweep} ops entry.
+ */
+public final class ExpirySweepVerticle extends VerticleBase {
+  private static final Logger LOG = LoggerFactory.getLogger(ExpirySweepVerticle.class);
+
+  /**
+   * One run's totals.
+   *
+   * @param counts item and notice counts
+   * @param dedupPruned tombstones pruned
+   * @param batches sweep transactions used
+   */
+  public record Run(SweepCounts counts, int dedupPruned, int batches) {}
+
+  private final StoreClient writes;
+  private final RelayConfig config;
+  private final Ed25519KeyPair relayKey;
+  private final Clock clock;
+  private final Consumer<Run> onRun;
+  private long timer = -1;
+  private boolean running;
+
+  /**
+   * @param writes writer facade
+   * @param config configuration (timers, retention)
+   * @param relayKey signs expiry notices
+   * @param clock time source (tests inject one)
+   * @param onRun observer of each completed run (metrics, tests)
+   */
+  public ExpirySweepVerticle(StoreClient writes, RelayConfig config, Ed25519KeyPair relayKey, Clock clock,
+      Consumer<Run> onRun) {
+    this.writes = Objects.requireNonNull(writes);
+    this.config = Objects.requireNonNull(config);
+    this.relayKey = Objects.requireNonNull(relayKey);
+    this.clock = Objects.requireNonNull(clock);
+    this.onRun = Objects.requireNonNull(onRun);
+  }
+
+  @Override
+  public Future<?> start() {
+    vertx.runOnContext(v -> runOnce());
+    timer = vertx.setPeriodic(config.timers().sweepIntervalMs(), id -> runOnce());
+    return Future.succeededFuture();
+  }
+
+  @Override
+  public Future<?> stop() {
+    vertx.cancelTimer(timer);
+    return Future.succeededFuture();
+  }
+
+  /**
+   * Runs one sweep unless one is already running.
+   *
+   * @return the run's totals (an empty run when one was already in progress)
+   */
+  public Future<Run> runOnce() {
+    if (running) {
+      return Future.succeededFuture(new Run(SweepCounts.NONE, 0, 0));
+    }
+    running = true;
+    long now = clock.millis();
+    Promise<Run> done = Promise.promise();
+    batch(now, 0, SweepCounts.NONE, done);
+    return done.future()
+        .compose(run -> logIfAny(now, run).map(run))
+        .onComplete(ar -> {
+          running = false;
+          if (ar.succeeded()) {
+            onRun.accept(ar.result());
+          } else {
+            LOG.warn("expiry sweep failed [error: {}]", ar.cause().getMessage());
+          }
+        });
+  }
+
+  private void batch(long now, int n, SweepCounts acc, Promise<Run> done) {
+    RelayConfig.Timers t = config.timers();
+    writes.send(new StoreCommand.SweepBatch(now, t.sweepBatchRows(), relayKey::signB64)).onSuccess(c -> {
+      SweepCounts total = acc.plus(c);
+      if (c.rows() == t.sweepBatchRows() && n + 1 < t.sweepMaxBatches()) {
+        batch(now, n + 1, total, done);
+      } else {
+        prune(now, n + 1, total, 0, done);
+      }
+    }).onFailure(done::fail);
+  }
+
+  private void prune(long now, int batches, SweepCounts counts, int pruned, Promise<Run> done) {
+    RelayConfig.Timers t = config.timers();
+    long horizon = now - (config.limits().retentionDays() + 7L) * 86_400_000L;
+    writes.send(new StoreCommand.PruneDedup(IsoTime.format(horizon), t.sweepBatchRows())).onSuccess(k -> {
+      if (k == t.sweepBatchRows() && batches + 1 < t.sweepMaxBatches()) {
+        prune(now, batches + 1, counts, pruned + k, done);
+      } else {
+        done.complete(new Run(counts, pruned + k, batches + 1));
+      }
+    }).onFailure(done::fail);
+  }
+
+  private Future<Boolean> logIfAny(long now, Run run) {
+    SweepCounts c = run.counts();
+    if (c.rows() == 0 && run.dedupPruned() == 0) {
+      return Future.succeededFuture(false);
+    }
+    String receipt = "{\"v\":1,\"type\":\"relay-sweep\",\"at\":\"" + IsoTime.format(now) + "\",\"retention_days\":"
+        + config.limits().retentionDays() + ",\"expired\":{\"envelope\":" + c.envelopes() + ",\"receipt\":"
+        + c.receipts() + ",\"expired\":" + c.expired() + "},\"notices\":" + c.notices()
+        + ",\"notices_skipped\":{\"not_enrolled\":" + c.skippedNotEnrolled() + ",\"over_cap\":" + c.skippedOverCap()
+        + "},\"dedup_pruned\":" + run.dedupPruned() + ",\"freed_bytes\":" + c.freedBytes() + "}";
+    LOG.info("expiry sweep [expired: {}] [notices: {}] [skipped: {}] [dedup pruned: {}] [freed bytes: {}]",
+        c.rows(), c.notices(), c.skippedNotEnrolled() + c.skippedOverCap(), run.dedupPruned(), c.freedBytes());
+    return writes.send(new StoreCommand.LogOp("sweep", receipt));
+  }
+}
