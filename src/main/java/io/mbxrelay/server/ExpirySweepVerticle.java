@@ -39,7 +39,7 @@ public final class ExpirySweepVerticle extends VerticleBase {
   private final Clock clock;
   private final Consumer<Run> onRun;
   private long timer = -1;
-  private boolean running;
+  private Future<Run> current;
 
   /**
    * @param writes writer facade
@@ -71,28 +71,39 @@ public final class ExpirySweepVerticle extends VerticleBase {
   }
 
   /**
-   * Runs one sweep unless one is already running.
+   * Runs one sweep on this verticle's context; safe from any thread.
    *
-   * @return the run's totals (an empty run when one was already in progress)
+   * @return the run's totals
+   */
+  public Future<Run> trigger() {
+    Promise<Run> p = Promise.promise();
+    context.runOnContext(v -> runOnce().onComplete(p));
+    return p.future();
+  }
+
+  /**
+   * Runs one sweep, or joins the one in progress. Call on this verticle's context.
+   *
+   * @return the run's totals
    */
   public Future<Run> runOnce() {
-    if (running) {
-      return Future.succeededFuture(new Run(SweepCounts.NONE, 0, 0));
+    if (current != null) {
+      return current;
     }
-    running = true;
     long now = clock.millis();
     Promise<Run> done = Promise.promise();
     batch(now, 0, SweepCounts.NONE, done);
-    return done.future()
+    current = done.future()
         .compose(run -> logIfAny(now, run).map(run))
         .onComplete(ar -> {
-          running = false;
+          current = null;
           if (ar.succeeded()) {
             onRun.accept(ar.result());
           } else {
             LOG.warn("expiry sweep failed [error: {}]", ar.cause().getMessage());
           }
         });
+    return current;
   }
 
   private void batch(long now, int n, SweepCounts acc, Promise<Run> done) {

@@ -42,14 +42,16 @@ public final class RelayServer implements AutoCloseable {
    * @param crashPoint test-only crash harness point
    * @param clock time source
    * @param onSweep observer of each expiry sweep run (tests, metrics)
+   * @param transactions observer of each writer transaction, on the writer thread (tests, metrics)
    */
   public record Options(int port, String bind, Path storeDir, ClientAddress clientAddress, CrashPoint crashPoint,
-      Clock clock, java.util.function.Consumer<ExpirySweepVerticle.Run> onSweep) {
+      Clock clock, java.util.function.Consumer<ExpirySweepVerticle.Run> onSweep,
+      StoreWriterVerticle.TransactionListener transactions) {
 
-    /** Options without a sweep observer. */
+    /** Options without observers. */
     public Options(int port, String bind, Path storeDir, ClientAddress clientAddress, CrashPoint crashPoint,
         Clock clock) {
-      this(port, bind, storeDir, clientAddress, crashPoint, clock, run -> {});
+      this(port, bind, storeDir, clientAddress, crashPoint, clock, run -> {}, (c, n, f) -> {});
     }
 
     public Options {
@@ -59,6 +61,7 @@ public final class RelayServer implements AutoCloseable {
       Objects.requireNonNull(crashPoint);
       Objects.requireNonNull(clock);
       Objects.requireNonNull(onSweep);
+      Objects.requireNonNull(transactions);
     }
   }
 
@@ -69,6 +72,8 @@ public final class RelayServer implements AutoCloseable {
   private final SqliteRelayStore.OpenReport openReport;
   private final List<String> deployments;
   private final int port;
+  private ExpirySweepVerticle sweep;
+  private boolean closed;
 
   private RelayServer(Vertx vertx, StoreLock lock, ReadStore reads, RelayServices services,
       SqliteRelayStore.OpenReport openReport, List<String> deployments, int port) {
@@ -109,7 +114,7 @@ public final class RelayServer implements AutoCloseable {
       vertx = Vertx.vertx(new VertxOptions().setPreferNativeTransport(false));
       vertx.eventBus().registerCodec(new LocalCodec());
       StoreWriterVerticle writer = new StoreWriterVerticle(store, config.store().writerBatchMax(),
-          (n, nanos, failure) -> {});
+          options.transactions());
       List<String> deployments = new ArrayList<>();
       deployments.add(await(vertx.deployVerticle(writer, new DeploymentOptions()
           .setThreadingModel(ThreadingModel.WORKER).setWorkerPoolName("mbx-writer").setWorkerPoolSize(1))));
@@ -137,7 +142,9 @@ public final class RelayServer implements AutoCloseable {
         return v;
       }, new DeploymentOptions().setInstances(config.http().instances()))));
       int port = instances.get(0).actualPort();
-      return new RelayServer(vertx, lock, reads, services, store.openReport(), deployments, port);
+      RelayServer server = new RelayServer(vertx, lock, reads, services, store.openReport(), deployments, port);
+      server.sweep = sweep;
+      return server;
     } catch (Exception | Error e) {
       if (vertx != null) {
         try {
@@ -159,6 +166,15 @@ public final class RelayServer implements AutoCloseable {
   public static String version() {
     String v = RelayServer.class.getPackage().getImplementationVersion();
     return v == null ? "dev" : v;
+  }
+
+  /**
+   * Runs one expiry sweep now (on the sweep verticle's context) in addition to the timer.
+   *
+   * @return the run's totals
+   */
+  public Future<ExpirySweepVerticle.Run> sweepNow() {
+    return sweep.trigger();
   }
 
   /** The bound port. */
@@ -183,7 +199,11 @@ public final class RelayServer implements AutoCloseable {
 
   /** Stops HTTP first, then the writer (which answers what is queued and closes the store), then the pools. */
   @Override
-  public void close() {
+  public synchronized void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
     try {
       for (int i = deployments.size() - 1; i >= 0; i--) {
         await(vertx.undeploy(deployments.get(i)));

@@ -33,11 +33,13 @@ public final class StoreWriterVerticle extends VerticleBase {
   /** Observer of each committed or failed transaction (metrics). */
   public interface TransactionListener {
     /**
-     * @param commands commands in the transaction
+     * Called on the writer thread after each transaction, before its replies are sent.
+     *
+     * @param commands the commands of the transaction, in order
      * @param nanos time from BEGIN to the end of COMMIT
      * @param failure null on success
      */
-    void transaction(int commands, long nanos, StoreException failure);
+    void transaction(List<StoreCommand<?>> commands, long nanos, StoreException failure);
   }
 
   private final RelayStore store;
@@ -117,7 +119,7 @@ public final class StoreWriterVerticle extends VerticleBase {
     try {
       results = store.execute(commands);
     } catch (StoreException e) {
-      listener.transaction(commands.size(), System.nanoTime() - start, e);
+      listener.transaction(commands, System.nanoTime() - start, e);
       if (e.kind() == StoreException.Kind.CORRUPT) {
         failStopped = true;
         LOG.error("store corrupt: writer stopped (fail-stop) [error: {}]", e.getMessage());
@@ -129,7 +131,7 @@ public final class StoreWriterVerticle extends VerticleBase {
       batch.forEach(m -> m.fail(code, "store unavailable"));
       return;
     }
-    listener.transaction(commands.size(), System.nanoTime() - start, null);
+    listener.transaction(commands, System.nanoTime() - start, null);
     for (int i = 0; i < batch.size(); i++) {
       RelayStore.CommandResult r = results.get(i);
       Message<StoreCommand<?>> m = batch.get(i);

@@ -32,7 +32,13 @@ public final class Http {
   /** v2 signed request (x-mbx-key), signed now. */
   public static Resp signed(String base, Ed25519KeyPair key, String method, String pathAndQuery, String body)
       throws Exception {
-    String ts = Long.toString(System.currentTimeMillis());
+    return signed(base, key, method, pathAndQuery, body, System.currentTimeMillis());
+  }
+
+  /** v2 signed request with an explicit hop time (for relays on a test clock). */
+  public static Resp signed(String base, Ed25519KeyPair key, String method, String pathAndQuery, String body,
+      long nowMs) throws Exception {
+    String ts = Long.toString(nowMs);
     return send(base, method, pathAndQuery, body, key.publicKeyB64(), null, ts, sign(key, method, pathAndQuery, ts, body));
   }
 

@@ -15,6 +15,8 @@ public final class TestHost {
   public final String name;
   public final Ed25519KeyPair key;
   private final String base;
+  /** Hop time source; set it to the relay's test clock when the relay runs on one. */
+  public java.util.function.LongSupplier clock = System::currentTimeMillis;
 
   public TestHost(String base, String name) {
     this(base, name, Ed25519KeyPair.generate());
@@ -51,11 +53,11 @@ public final class TestHost {
   }
 
   public Http.Resp get(String pathAndQuery) throws Exception {
-    return Http.signed(base, key, "GET", pathAndQuery, null);
+    return Http.signed(base, key, "GET", pathAndQuery, null, clock.getAsLong());
   }
 
   public Http.Resp post(String path, String body) throws Exception {
-    return Http.signed(base, key, "POST", path, body);
+    return Http.signed(base, key, "POST", path, body, clock.getAsLong());
   }
 
   /** One push item body with one target per (key, wire). */
