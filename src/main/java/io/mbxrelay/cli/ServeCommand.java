@@ -10,6 +10,8 @@ import io.mbxrelay.crypto.RelayKeys;
 import io.mbxrelay.server.CrashPoint;
 import io.mbxrelay.server.RelayServer;
 import io.mbxrelay.store.StoreOpenException;
+import io.mbxrelay.store.sqlite.OpsException;
+import io.mbxrelay.store.sqlite.SqliteOps;
 import io.mbxrelay.store.sqlite.SqliteRelayStore;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -80,6 +82,7 @@ public final class ServeCommand implements Callable<Integer> {
     RelayServer server;
     try {
       SqliteRelayStore.createStoreDir(dir);
+      restoreFromEnv(dir, env.get("MBX_RELAY_RESTORE_FROM"));
       key = RelayKeys.loadOrCreate(dir, env.get("MBX_RELAY_KEY"));
       server = RelayServer.start(cfg, key, new RelayServer.Options(listenPort, bind == null ? "0.0.0.0" : bind, dir,
           mode, crash, Clock.systemUTC()));
@@ -115,6 +118,29 @@ public final class ServeCommand implements Callable<Integer> {
       Thread.currentThread().interrupt();
     }
     return 0;
+  }
+
+  /**
+   * {@code MBX_RELAY_RESTORE_FROM} (wire.md §5): restores that backup once per path before serving; a failure is
+   * logged and the current store is served.
+   */
+  private static void restoreFromEnv(Path dir, String from) {
+    if (from == null || from.isBlank()) {
+      return;
+    }
+    Path backup = Path.of(from.trim());
+    if (SqliteOps.alreadyRestored(dir, backup)) {
+      LOG.info("restore at start skipped: already restored [file: {}]", backup);
+      return;
+    }
+    try {
+      var receipt = SqliteOps.restore(dir, backup, false, Clock.systemUTC(), false);
+      LOG.info("restored at start [file: {}] [epoch: {} -> {}]", backup, receipt.get("epoch").get("from").asText(),
+          receipt.get("epoch").get("to").asText());
+    } catch (OpsException e) {
+      LOG.error("restore at start failed; serving the current store [file: {}] [code: {}] [error: {}]", backup,
+          e.code(), e.getMessage());
+    }
   }
 
   /**

@@ -1,0 +1,141 @@
+package io.mbxrelay.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectWriter;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.mbxrelay.store.sqlite.OpsException;
+import io.mbxrelay.store.sqlite.SqliteOps;
+import io.mbxrelay.wire.Json;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/**
+ * Operator commands on a store directory (wire.md §5 "CLI", "Ops"): receipts as 2-space JSON on stdout, human lines
+ * on stderr; exit 0 on success, 1 when refused or failed.
+ */
+final class OpsCommands {
+  private OpsCommands() {}
+
+  private static final ObjectWriter PRETTY = Json.MAPPER.writerWithDefaultPrettyPrinter();
+
+  static int print(JsonNode receipt, String human) {
+    try {
+      System.out.println(PRETTY.writeValueAsString(receipt));
+    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+      throw new IllegalStateException(e);
+    }
+    System.err.println("[mbxrelay] " + human);
+    return 0;
+  }
+
+  static int refused(OpsException e) {
+    System.err.println("[mbxrelay] " + e.code() + ": " + e.getMessage());
+    return 1;
+  }
+
+  /** Shared {@code --store-dir} option. */
+  static class StoreDirOption {
+    @Option(names = "--store-dir", description = "Store directory (default: $MBX_RELAY_DIR or ~/.local/share/mbxrelay).")
+    Path storeDir;
+
+    Path dir() {
+      return ServeCommand.resolveStoreDir(storeDir, System.getenv());
+    }
+  }
+
+  /** {@code mbxrelay rotate-epoch}. */
+  @Command(name = "rotate-epoch", mixinStandardHelpOptions = true,
+      description = "Write a new epoch (after a restore that did not use 'restore', e.g. a volume snapshot). The relay must be stopped.")
+  static final class RotateEpoch extends StoreDirOption implements Callable<Integer> {
+    @Override
+    public Integer call() {
+      try {
+        ObjectNode r = SqliteOps.rotateEpoch(dir(), Clock.systemUTC());
+        return print(r, "epoch rotated " + r.get("from").asText() + " -> " + r.get("to").asText()
+            + "; hosts re-push and re-pull");
+      } catch (OpsException e) {
+        return refused(e);
+      }
+    }
+  }
+
+  /** {@code mbxrelay backup <file>}. */
+  @Command(name = "backup", mixinStandardHelpOptions = true,
+      description = "Online backup of the store to a new file (safe while the relay runs; never overwrites).")
+  static final class Backup extends StoreDirOption implements Callable<Integer> {
+    @Parameters(index = "0", description = "Backup file to create.")
+    Path file;
+
+    @Override
+    public Integer call() {
+      try {
+        ObjectNode r = SqliteOps.backup(dir(), file, Clock.systemUTC());
+        return print(r, "backup written to " + r.get("file").asText() + " (" + r.get("bytes").asLong()
+            + " bytes, sha256 " + r.get("sha256").asText() + ")");
+      } catch (OpsException e) {
+        return refused(e);
+      }
+    }
+  }
+
+  /** {@code mbxrelay restore <file> [--force]}. */
+  @Command(name = "restore", mixinStandardHelpOptions = true,
+      description = "Restore a backup into the store dir (relay stopped). Keeps the live store under rollback/,"
+          + " carries revocations, newer allowlists and ads and seq floors, and rotates the epoch.")
+  static final class Restore extends StoreDirOption implements Callable<Integer> {
+    @Parameters(index = "0", description = "Backup file.")
+    Path file;
+
+    @Option(names = "--force", description = "Proceed over a recent heartbeat in a lock-less dir or an unreadable current store.")
+    boolean force;
+
+    @Override
+    public Integer call() {
+      try {
+        ObjectNode r = SqliteOps.restore(dir(), file, force, Clock.systemUTC(), false);
+        return print(r, "restored " + file + "; epoch " + r.get("epoch").get("from").asText() + " -> "
+            + r.get("epoch").get("to").asText() + "; " + r.get("next").asText());
+      } catch (OpsException e) {
+        return refused(e);
+      }
+    }
+  }
+
+  /** {@code mbxrelay log [--json] [--limit N]}. */
+  @Command(name = "log", mixinStandardHelpOptions = true, description = "Show the relay's ops log (last 1,000 kept).")
+  static final class Log extends StoreDirOption implements Callable<Integer> {
+    @Option(names = "--json", description = "Print the entries as a JSON array.")
+    boolean json;
+
+    @Option(names = "--limit", description = "Entries to show, 1..1000 (default 50).", defaultValue = "50")
+    int limit;
+
+    @Override
+    public Integer call() {
+      if (limit < 1 || limit > 1000) {
+        System.err.println("[mbxrelay] --limit must be between 1 and 1000");
+        return 2;
+      }
+      try {
+        List<ObjectNode> entries = SqliteOps.log(dir(), limit);
+        if (json) {
+          System.out.println(PRETTY.writeValueAsString(SqliteOps.array(entries)));
+        } else {
+          for (ObjectNode e : entries) {
+            System.out.println(e.get("at").asText() + "  " + e.get("op").asText() + "  " + Json.stringify(e.get("receipt")));
+          }
+        }
+        return 0;
+      } catch (OpsException e) {
+        return refused(e);
+      } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+        throw new IllegalStateException(e);
+      }
+    }
+  }
+}

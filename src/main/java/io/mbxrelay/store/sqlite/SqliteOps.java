@@ -1,0 +1,581 @@
+package io.mbxrelay.store.sqlite;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.mbxrelay.crypto.Fingerprint;
+import io.mbxrelay.store.RelayStore;
+import io.mbxrelay.store.StoreOpenException;
+import io.mbxrelay.wire.IsoTime;
+import io.mbxrelay.wire.Json;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Properties;
+import java.util.UUID;
+
+/**
+ * Offline and online operator commands on a store directory (wire.md §5 "Ops", seed 000 §5 "Backup", "Restore from
+ * backup"): {@code rotate-epoch}, {@code backup}, {@code restore}, {@code log}. Each returns its receipt as JSON.
+ *
+ * <p>Threading: plain blocking JDBC; call from the CLI thread (or the serve thread before the writer starts).
+ * Backup uses SQLite's online backup API (through the driver's {@code backup to} statement), so it is safe while the
+ * relay runs; the others take the store's process lock and refuse while a relay holds it.
+ */
+public final class SqliteOps {
+  /** A lock-less store whose heartbeat is younger than this is assumed live: restore needs --force (wire.md §5). */
+  public static final long LIVE_HEARTBEAT_MS = 90_000;
+
+  private SqliteOps() {}
+
+  private static Connection connect(Path db, long busyMs) throws SQLException {
+    Properties p = new Properties();
+    p.setProperty("busy_timeout", Long.toString(busyMs));
+    return DriverManager.getConnection(SqliteSettings.url(db), p);
+  }
+
+  private static String meta(Connection c, String k) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement("SELECT v FROM meta WHERE k=?")) {
+      ps.setString(1, k);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getString(1) : null;
+      }
+    }
+  }
+
+  private static void putMeta(Connection c, String k, String v) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(
+        "INSERT INTO meta(k, v) VALUES(?, ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v")) {
+      ps.setString(1, k);
+      ps.setString(2, v);
+      ps.executeUpdate();
+    }
+  }
+
+  private static void addOp(Connection c, String at, String op, ObjectNode receipt) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement("INSERT INTO ops(at, op, receipt) VALUES(?, ?, ?)")) {
+      ps.setString(1, at);
+      ps.setString(2, op);
+      ps.setString(3, Json.stringify(receipt));
+      ps.executeUpdate();
+    }
+    try (Statement st = c.createStatement()) {
+      st.executeUpdate("DELETE FROM ops WHERE id <= (SELECT max(id) FROM ops) - 1000");
+    }
+  }
+
+  private static long scalar(Connection c, String sql) throws SQLException {
+    try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery(sql)) {
+      return rs.next() ? rs.getLong(1) : 0;
+    }
+  }
+
+  private static Path db(Path dir) {
+    return dir.resolve(SqliteSettings.DB_FILE);
+  }
+
+  private static StoreLock lockOrRefuse(Path dir) throws OpsException {
+    try {
+      return StoreLock.acquire(dir, 0);
+    } catch (StoreOpenException e) {
+      throw new OpsException("RELAY_RUNNING", "a relay is running on " + dir + " (relay.lock is held); stop it first");
+    }
+  }
+
+  /** Schema version of an open database, or -1 when it has no meta table / version. */
+  private static int schemaVersion(Connection c) throws SQLException {
+    try (Statement st = c.createStatement();
+        ResultSet rs = st.executeQuery("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'")) {
+      if (!rs.next()) {
+        return -1;
+      }
+    }
+    String v = meta(c, "schema_version");
+    try {
+      return v == null ? -1 : Integer.parseInt(v);
+    } catch (NumberFormatException e) {
+      return -1;
+    }
+  }
+
+  // ---- rotate-epoch ----
+
+  /**
+   * Writes a new epoch (wire.md §5: receipt {@code relay-epoch-rotated}, op {@code epoch-rotated}). Run it after any
+   * restore that did not go through {@link #restore} (a volume snapshot, a file copy) before the relay serves again.
+   *
+   * @param dir store directory
+   * @param clock time source
+   * @return the receipt
+   * @throws OpsException RELAY_RUNNING, NO_STORE, NOT_A_STORE, SCHEMA or IO
+   */
+  public static ObjectNode rotateEpoch(Path dir, Clock clock) throws OpsException {
+    if (!Files.isRegularFile(db(dir))) {
+      throw new OpsException("NO_STORE", "no store at " + db(dir));
+    }
+    try (StoreLock lock = lockOrRefuse(dir); Connection c = connect(db(dir), 5000)) {
+      checkSchema(c, db(dir));
+      String at = IsoTime.format(clock.millis());
+      try (Statement st = c.createStatement()) {
+        st.execute("BEGIN IMMEDIATE");
+      }
+      String from = meta(c, "epoch");
+      String to = UUID.randomUUID().toString();
+      putMeta(c, "epoch", to);
+      ObjectNode rotated = Json.MAPPER.createObjectNode().put("from", from).put("to", to).put("at", at)
+          .put("heartbeat", meta(c, "heartbeat")).put("reason", "operator");
+      putMeta(c, "epoch_rotated", Json.stringify(rotated));
+      ObjectNode receipt = Json.MAPPER.createObjectNode().put("v", 1).put("type", "relay-epoch-rotated").put("at", at)
+          .put("store", dir.toAbsolutePath().toString()).put("from", from).put("to", to).put("by", "operator");
+      addOp(c, at, "epoch-rotated", receipt);
+      try (Statement st = c.createStatement()) {
+        st.execute("COMMIT");
+      }
+      return receipt;
+    } catch (SQLException e) {
+      throw new OpsException("IO", "rotate-epoch failed: " + e.getMessage(), e);
+    }
+  }
+
+  private static void checkSchema(Connection c, Path file) throws SQLException, OpsException {
+    int v = schemaVersion(c);
+    if (v < 1) {
+      throw new OpsException("NOT_A_STORE", file + " is not a relay store");
+    }
+    if (v > RelayStore.SCHEMA_VERSION) {
+      throw new OpsException("SCHEMA", file + " has schema version " + v + ", newer than this binary supports ("
+          + RelayStore.SCHEMA_VERSION + ")");
+    }
+  }
+
+  // ---- backup ----
+
+  /**
+   * Online backup (wire.md §5 "Ops"): SQLite backup API into {@code <file>.partial-<pid>} (created 0600, its
+   * directory 0700 when created), journal mode DELETE, integrity check, then linked into place (never overwrites),
+   * op {@code backup} logged in the live store. Safe while the relay runs.
+   *
+   * @param dir store directory
+   * @param file backup file to create
+   * @param clock time source
+   * @return the {@code relay-backup} receipt
+   * @throws OpsException EXISTS, NO_STORE, NOT_A_STORE, SCHEMA or IO (integrity check failure included)
+   */
+  public static ObjectNode backup(Path dir, Path file, Clock clock) throws OpsException {
+    Path source = db(dir);
+    if (!Files.isRegularFile(source)) {
+      throw new OpsException("NO_STORE", "no store at " + source);
+    }
+    Path target = file.toAbsolutePath();
+    if (Files.exists(target)) {
+      throw new OpsException("EXISTS", target + " already exists; backups never overwrite");
+    }
+    Path partial = target.resolveSibling(target.getFileName() + ".partial-" + ProcessHandle.current().pid());
+    try {
+      Path parent = target.getParent();
+      if (!Files.isDirectory(parent)) {
+        Files.createDirectories(parent, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+      }
+      Files.deleteIfExists(partial);
+      Files.createFile(partial, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+    } catch (IOException e) {
+      throw new OpsException("IO", "cannot create " + partial + ": " + e.getMessage(), e);
+    }
+    String at = IsoTime.format(clock.millis());
+    ObjectNode receipt;
+    try {
+      try (Connection src = connect(source, 10_000)) {
+        checkSchema(src, source);
+        try (Statement st = src.createStatement()) {
+          st.executeUpdate("backup to " + partial);
+        }
+      }
+      receipt = Json.MAPPER.createObjectNode().put("v", 1).put("type", "relay-backup").put("at", at)
+          .put("store", dir.toAbsolutePath().toString()).put("file", target.toString());
+      try (Connection copy = connect(partial, 5000); Statement st = copy.createStatement()) {
+        st.execute("PRAGMA journal_mode=DELETE");
+        try (ResultSet rs = st.executeQuery("PRAGMA integrity_check")) {
+          String result = rs.next() ? rs.getString(1) : "";
+          if (!"ok".equals(result)) {
+            throw new OpsException("IO", "integrity check of the backup failed: " + result);
+          }
+        }
+        String relayPub = meta(copy, "relay_pubkey");
+        receipt.put("epoch", meta(copy, "epoch"));
+        receipt.put("relay_fingerprint", relayPub == null ? null : Fingerprint.ofB64(relayPub));
+        receipt.put("schema_version", schemaVersion(copy));
+        receipt.put("heartbeat", meta(copy, "heartbeat"));
+        receipt.set("counts", counts(copy));
+      }
+      try {
+        Files.createLink(target, partial); // atomic, and fails rather than overwrite
+      } catch (FileAlreadyExistsException e) {
+        throw new OpsException("EXISTS", target + " appeared meanwhile; backups never overwrite");
+      } finally {
+        Files.deleteIfExists(partial);
+      }
+      receipt.put("bytes", Files.size(target));
+      receipt.put("sha256", sha256(target));
+      receipt.put("restore", "mbxrelay restore " + target + " --store-dir " + dir.toAbsolutePath());
+      try (Connection live = connect(source, 10_000)) {
+        addOp(live, at, "backup", receipt);
+      }
+      return receipt;
+    } catch (SQLException | IOException e) {
+      try {
+        Files.deleteIfExists(partial);
+      } catch (IOException ignored) {
+        // best effort
+      }
+      throw new OpsException("IO", "backup failed: " + e.getMessage(), e);
+    } catch (OpsException e) {
+      try {
+        Files.deleteIfExists(partial);
+      } catch (IOException ignored) {
+        // best effort
+      }
+      throw e;
+    }
+  }
+
+  private static ObjectNode counts(Connection c) throws SQLException {
+    ObjectNode n = Json.MAPPER.createObjectNode();
+    n.put("enrolments", scalar(c, "SELECT count(*) FROM enrolments WHERE revoked_at IS NULL"));
+    n.put("revoked", scalar(c, "SELECT count(*) FROM enrolments WHERE revoked_at IS NOT NULL"));
+    n.put("items", scalar(c, "SELECT count(*) FROM items"));
+    n.put("bytes", scalar(c, "SELECT coalesce(sum(bytes), 0) FROM items"));
+    n.put("dedup", scalar(c, "SELECT count(*) FROM dedup"));
+    n.put("targets", scalar(c, "SELECT count(DISTINCT target_pubkey) FROM items"));
+    return n;
+  }
+
+  private static String sha256(Path f) throws IOException {
+    try (InputStream in = Files.newInputStream(f)) {
+      MessageDigest md = MessageDigest.getInstance("SHA-256");
+      byte[] buf = new byte[1 << 16];
+      int n;
+      while ((n = in.read(buf)) > 0) {
+        md.update(buf, 0, n);
+      }
+      return HexFormat.of().formatHex(md.digest());
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  // ---- restore ----
+
+  /**
+   * Restores a backup (wire.md §5 "Ops", seed 000 §5): refused while a relay holds the lock; keeps the live store as
+   * {@code rollback/relay-<ts>.db}; carries into the restored copy every revocation, newer sender lists, newer v1
+   * ads and v2 ad records, higher seq floors and the ops log; rotates the epoch; heartbeat = now; records
+   * {@code restored}/{@code restored_paths}; logs op {@code restore}; renames it over {@code relay.db}.
+   *
+   * @param dir store directory
+   * @param file backup file
+   * @param force proceed over a recent heartbeat in a lock-less dir or an unreadable current store
+   * @param clock time source
+   * @param lockHeld true when the caller already holds the store lock (restore at serve start)
+   * @return the {@code relay-restore} receipt
+   * @throws OpsException RELAY_RUNNING, RECENT_HEARTBEAT, NOT_A_STORE, SCHEMA, OTHER_RELAY, CURRENT_UNREADABLE, IO
+   */
+  public static ObjectNode restore(Path dir, Path file, boolean force, Clock clock, boolean lockHeld)
+      throws OpsException {
+    Path backup = file.toAbsolutePath();
+    if (!Files.isRegularFile(backup)) {
+      throw new OpsException("NOT_A_STORE", backup + " does not exist or is not a file");
+    }
+    boolean hadLockFile = Files.exists(dir.resolve(StoreLock.FILE));
+    StoreLock lock = null;
+    try {
+      if (!lockHeld) {
+        SqliteRelayStore.createStoreDir(dir);
+        lock = lockOrRefuse(dir);
+      }
+      return restoreLocked(dir, backup, force, clock, hadLockFile || lockHeld);
+    } catch (StoreOpenException e) {
+      throw new OpsException("IO", e.getMessage(), e);
+    } finally {
+      if (lock != null) {
+        lock.close();
+      }
+    }
+  }
+
+  private static ObjectNode restoreLocked(Path dir, Path backup, boolean force, Clock clock, boolean lockAware)
+      throws OpsException {
+    long now = clock.millis();
+    String at = IsoTime.format(now);
+    Path live = db(dir);
+    ObjectNode backupInfo = Json.MAPPER.createObjectNode();
+    String backupRelay;
+    try (Connection b = connect(backup, 5000)) {
+      int v;
+      try {
+        v = schemaVersion(b);
+      } catch (SQLException e) {
+        throw new OpsException("NOT_A_STORE", backup + " is not a relay store backup");
+      }
+      if (v < 1) {
+        throw new OpsException("NOT_A_STORE", backup + " is not a relay store backup");
+      }
+      if (v > RelayStore.SCHEMA_VERSION) {
+        throw new OpsException("SCHEMA", backup + " has schema version " + v + ", newer than this binary supports ("
+            + RelayStore.SCHEMA_VERSION + ")");
+      }
+      backupRelay = meta(b, "relay_pubkey");
+      backupInfo.put("file", backup.toString()).put("sha256", sha256(backup)).put("bytes", Files.size(backup))
+          .put("epoch", meta(b, "epoch")).put("schema_version", v).put("heartbeat", meta(b, "heartbeat"));
+    } catch (SQLException | IOException e) {
+      throw new OpsException("NOT_A_STORE", backup + " cannot be read as a relay store: " + e.getMessage(), e);
+    }
+
+    boolean currentExists = Files.isRegularFile(live);
+    boolean currentReadable = false;
+    String currentEpoch = null;
+    String restoredPaths = null;
+    if (currentExists) {
+      try (Connection c = connect(live, 5000)) {
+        checkSchema(c, live);
+        String currentRelay = meta(c, "relay_pubkey");
+        if (currentRelay != null && backupRelay != null && !currentRelay.equals(backupRelay)) {
+          throw new OpsException("OTHER_RELAY", "the backup belongs to another relay key ("
+              + Fingerprint.ofB64(backupRelay) + ") than this store (" + Fingerprint.ofB64(currentRelay) + ")");
+        }
+        currentEpoch = meta(c, "epoch");
+        restoredPaths = meta(c, "restored_paths");
+        String hb = meta(c, "heartbeat");
+        if (!lockAware && !force && hb != null) {
+          try {
+            if (Math.abs(now - Long.parseLong(hb)) < LIVE_HEARTBEAT_MS) {
+              throw new OpsException("RECENT_HEARTBEAT", "the store's heartbeat is under 90 s old and the dir has no"
+                  + " relay.lock: a relay may be running; stop it or pass --force");
+            }
+          } catch (NumberFormatException ignored) {
+            // unparsable heartbeat: treat as old
+          }
+        }
+        try (Statement st = c.createStatement()) {
+          st.execute("PRAGMA wal_checkpoint(TRUNCATE)");
+        }
+        currentReadable = true;
+      } catch (OpsException e) {
+        boolean unreadable = e.code().equals("NOT_A_STORE") || e.code().equals("SCHEMA");
+        if (!unreadable) {
+          throw e; // OTHER_RELAY, RECENT_HEARTBEAT
+        }
+        if (!force) {
+          throw new OpsException("CURRENT_UNREADABLE", "the current store cannot be read (" + e.getMessage()
+              + "); pass --force to replace it without carrying its state");
+        }
+      } catch (SQLException e) {
+        if (!force) {
+          throw new OpsException("CURRENT_UNREADABLE", "the current store cannot be read (" + e.getMessage()
+              + "); pass --force to replace it without carrying its state", e);
+        }
+      }
+    }
+
+    Path restoring = dir.resolve("relay.db.restoring-" + ProcessHandle.current().pid());
+    ObjectNode carried = Json.MAPPER.createObjectNode();
+    String to = UUID.randomUUID().toString();
+    String from = currentEpoch != null ? currentEpoch : backupInfo.path("epoch").asText(null);
+    ObjectNode counts;
+    try {
+      Files.deleteIfExists(restoring);
+      Files.createFile(restoring, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+      Files.copy(backup, restoring, StandardCopyOption.REPLACE_EXISTING);
+      try (Connection r = connect(restoring, 5000); Statement st = r.createStatement()) {
+        st.execute("PRAGMA journal_mode=DELETE");
+        int v = schemaVersion(r);
+        st.execute("BEGIN IMMEDIATE");
+        if (v < RelayStore.SCHEMA_VERSION) {
+          Migrations.migrate(r, v);
+          putMeta(r, "schema_version", Integer.toString(RelayStore.SCHEMA_VERSION));
+        }
+        if (currentReadable) {
+          st.execute("ATTACH DATABASE '" + live.toAbsolutePath().toString().replace("'", "''") + "' AS cur");
+          carry(r, carried);
+        }
+        putMeta(r, "epoch", to);
+        putMeta(r, "heartbeat", Long.toString(now));
+        putMeta(r, "epoch_rotated", Json.stringify(Json.MAPPER.createObjectNode().put("from", from).put("to", to)
+            .put("at", at).put("heartbeat", backupInfo.path("heartbeat").asText(null)).put("reason", "restore")));
+        putMeta(r, "restored", Json.stringify(Json.MAPPER.createObjectNode().put("at", at)
+            .put("file", backup.toString()).put("sha256", backupInfo.get("sha256").asText()).put("from", from)
+            .put("to", to)));
+        ObjectNode paths = restoredPaths == null ? Json.MAPPER.createObjectNode() : (ObjectNode) Json.parse(restoredPaths);
+        paths.put(backup.toString(), at);
+        putMeta(r, "restored_paths", Json.stringify(paths));
+        counts = counts(r);
+        ObjectNode receipt = receipt(dir, at, backupInfo, null, from, to, carried, counts, null);
+        addOp(r, at, "restore", receipt);
+        st.execute("COMMIT");
+        if (currentReadable) {
+          st.execute("DETACH DATABASE cur");
+        }
+      }
+    } catch (SQLException | IOException | RuntimeException e) {
+      try {
+        Files.deleteIfExists(restoring);
+      } catch (IOException ignored) {
+        // best effort
+      }
+      throw new OpsException("IO", "restore failed: " + e.getMessage(), e);
+    }
+
+    ObjectNode replaced = null;
+    Path rollback = null;
+    try {
+      if (currentExists) {
+        Path rollbackDir = dir.resolve("rollback");
+        if (!Files.isDirectory(rollbackDir)) {
+          Files.createDirectories(rollbackDir,
+              PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+        }
+        rollback = rollbackDir.resolve("relay-" + at.replace(":", "").replace(".", "") + ".db");
+        replaced = Json.MAPPER.createObjectNode().put("epoch", currentEpoch).put("rollback", rollback.toString())
+            .put("sha256", sha256(live)).put("bytes", Files.size(live)).put("readable", currentReadable);
+        Files.move(live, rollback);
+        for (String side : new String[] {"-wal", "-shm"}) {
+          Path s = dir.resolve(SqliteSettings.DB_FILE + side);
+          if (Files.exists(s)) {
+            Files.move(s, rollbackDir.resolve(rollback.getFileName() + side));
+          }
+        }
+      }
+      Files.move(restoring, live, StandardCopyOption.ATOMIC_MOVE);
+    } catch (IOException e) {
+      throw new OpsException("IO", "restore could not swap the store files: " + e.getMessage()
+          + (rollback != null ? " (the previous store is at " + rollback + ")" : ""), e);
+    }
+    return receipt(dir, at, backupInfo, replaced, from, to, carried, counts, rollback);
+  }
+
+  private static ObjectNode receipt(Path dir, String at, ObjectNode backupInfo, ObjectNode replaced, String from,
+      String to, ObjectNode carried, ObjectNode counts, Path rollback) {
+    ObjectNode r = Json.MAPPER.createObjectNode().put("v", 1).put("type", "relay-restore").put("at", at)
+        .put("store", dir.toAbsolutePath().toString());
+    r.set("backup", backupInfo);
+    r.set("replaced", replaced == null ? Json.MAPPER.nullNode() : replaced);
+    r.set("epoch", Json.MAPPER.createObjectNode().put("from", from).put("to", to));
+    r.set("carried", carried);
+    r.set("counts", counts);
+    r.put("rollback", rollback == null ? null : rollback.toString());
+    r.put("next", "start the relay: mbxrelay serve --store-dir " + dir.toAbsolutePath()
+        + "; hosts re-enrol if they enrolled after the backup");
+    return r;
+  }
+
+  /** Carries state that must never go back in time from the attached current store ({@code cur}). */
+  private static void carry(Connection r, ObjectNode carried) throws SQLException {
+    try (Statement st = r.createStatement()) {
+      int revoked = st.executeUpdate("UPDATE enrolments SET revoked_at = (SELECT c.revoked_at FROM cur.enrolments c"
+          + " WHERE c.host_pubkey = enrolments.host_pubkey) WHERE revoked_at IS NULL AND EXISTS (SELECT 1 FROM"
+          + " cur.enrolments c WHERE c.host_pubkey = enrolments.host_pubkey AND c.revoked_at IS NOT NULL)");
+      revoked += st.executeUpdate("INSERT OR IGNORE INTO enrolments(host_pubkey, host_name, owner_fp, account,"
+          + " authorized_by, enrolled_at, revoked_at) SELECT host_pubkey, host_name, owner_fp, account,"
+          + " authorized_by, enrolled_at, revoked_at FROM cur.enrolments WHERE revoked_at IS NOT NULL");
+      carried.put("revocations", revoked);
+      carried.put("sender_lists", st.executeUpdate("INSERT INTO sender_lists(target_pubkey, senders, iat, record, sig)"
+          + " SELECT target_pubkey, senders, iat, record, sig FROM cur.sender_lists WHERE true"
+          + " ON CONFLICT(target_pubkey) DO UPDATE SET senders = excluded.senders, iat = excluded.iat,"
+          + " record = excluded.record, sig = excluded.sig WHERE excluded.iat > sender_lists.iat"));
+      carried.put("enc_ads", st.executeUpdate("INSERT INTO enc_ads(host_pubkey, host_name, enc_pub, sig, at)"
+          + " SELECT host_pubkey, host_name, enc_pub, sig, at FROM cur.enc_ads WHERE true"
+          + " ON CONFLICT(host_pubkey) DO UPDATE SET host_name = excluded.host_name, enc_pub = excluded.enc_pub,"
+          + " sig = excluded.sig, at = excluded.at WHERE excluded.at > enc_ads.at"));
+      carried.put("enc_ad_records", st.executeUpdate("INSERT INTO enc_ad_records(host_pubkey, record, sig, at)"
+          + " SELECT host_pubkey, record, sig, at FROM cur.enc_ad_records WHERE true"
+          + " ON CONFLICT(host_pubkey) DO UPDATE SET record = excluded.record, sig = excluded.sig, at = excluded.at"
+          + " WHERE excluded.at > enc_ad_records.at"));
+      carried.put("seq_floors", st.executeUpdate("INSERT INTO seqs(target_pubkey, next_seq)"
+          + " SELECT target_pubkey, next_seq FROM cur.seqs WHERE true"
+          + " ON CONFLICT(target_pubkey) DO UPDATE SET next_seq = excluded.next_seq"
+          + " WHERE excluded.next_seq > seqs.next_seq"));
+      st.executeUpdate("DELETE FROM ops");
+      st.executeUpdate("INSERT INTO ops(id, at, op, receipt) SELECT id, at, op, receipt FROM cur.ops");
+    }
+  }
+
+  /**
+   * The restore paths already applied to the store (wire.md §5 {@code restored_paths}), for
+   * {@code MBX_RELAY_RESTORE_FROM} "once per path".
+   *
+   * @param dir store directory
+   * @param backup backup path
+   * @return true when that path was restored into this store before
+   */
+  public static boolean alreadyRestored(Path dir, Path backup) {
+    if (!Files.isRegularFile(db(dir))) {
+      return false;
+    }
+    try (Connection c = connect(db(dir), 5000)) {
+      String paths = meta(c, "restored_paths");
+      return paths != null && Json.parse(paths).has(backup.toAbsolutePath().toString());
+    } catch (SQLException | RuntimeException e) {
+      return false;
+    }
+  }
+
+  // ---- log ----
+
+  /**
+   * The last ops entries, oldest first (wire.md §5 "ops", last 1,000 kept).
+   *
+   * @param dir store directory
+   * @param limit 1..1000
+   * @return entries {@code {id, at, op, receipt}}
+   * @throws OpsException NO_STORE or IO
+   */
+  public static List<ObjectNode> log(Path dir, int limit) throws OpsException {
+    if (!Files.isRegularFile(db(dir))) {
+      throw new OpsException("NO_STORE", "no store at " + db(dir));
+    }
+    List<ObjectNode> out = new ArrayList<>();
+    try (Connection c = connect(db(dir), 5000);
+        PreparedStatement ps = c.prepareStatement("SELECT id, at, op, receipt FROM ops ORDER BY id DESC LIMIT ?")) {
+      ps.setInt(1, limit);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          ObjectNode n = Json.MAPPER.createObjectNode().put("id", rs.getLong(1)).put("at", rs.getString(2))
+              .put("op", rs.getString(3));
+          JsonNode receipt;
+          try {
+            receipt = Json.parse(rs.getString(4));
+          } catch (IllegalArgumentException e) {
+            receipt = Json.MAPPER.getNodeFactory().textNode(rs.getString(4));
+          }
+          n.set("receipt", receipt);
+          out.add(0, n);
+        }
+      }
+    } catch (SQLException e) {
+      throw new OpsException("IO", "cannot read the ops log: " + e.getMessage(), e);
+    }
+    return out;
+  }
+
+  /** JSON array helper for CLI output. */
+  public static ArrayNode array(List<ObjectNode> entries) {
+    ArrayNode a = Json.MAPPER.createArrayNode();
+    entries.forEach(a::add);
+    return a;
+  }
+}
