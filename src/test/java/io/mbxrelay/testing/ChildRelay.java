@@ -91,6 +91,37 @@ public final class ChildRelay implements AutoCloseable {
     return process.exitValue();
   }
 
+  /** Result of a CLI run: exit code, stdout, stderr. */
+  public record Cli(int exit, String out, String err) {}
+
+  /** Runs {@code java -jar mbxrelay.jar args...} to completion. */
+  public static Cli cli(Map<String, String> env, String... args) throws Exception {
+    List<String> cmd = new ArrayList<>(List.of(javaBin(), "-jar", jar().toString()));
+    cmd.addAll(List.of(args));
+    ProcessBuilder pb = new ProcessBuilder(cmd);
+    pb.environment().remove("MBX_RELAY_KEY");
+    pb.environment().putAll(env);
+    Path out = Files.createTempFile("cli", ".out");
+    Path err = Files.createTempFile("cli", ".err");
+    Process p = pb.redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+    if (!p.waitFor(120, TimeUnit.SECONDS)) {
+      p.destroyForcibly();
+      throw new IllegalStateException("cli did not finish: " + args[0]);
+    }
+    Cli r = new Cli(p.exitValue(), Files.readString(out), Files.readString(err));
+    Files.deleteIfExists(out);
+    Files.deleteIfExists(err);
+    return r;
+  }
+
+  /** Stops the relay with SIGTERM (graceful) and waits. */
+  public void stop() throws InterruptedException {
+    process.destroy();
+    if (!process.waitFor(30, TimeUnit.SECONDS)) {
+      kill();
+    }
+  }
+
   private static String javaBin() {
     return Path.of(System.getProperty("java.home"), "bin", "java").toString();
   }
