@@ -144,7 +144,8 @@ public final class ServeCommand implements Callable<Integer> {
   }
 
   /**
-   * The store directory: flag, else {@code $MBX_RELAY_DIR}, else {@code ~/.local/share/mbxrelay}.
+   * The store directory: flag, else {@code $MBX_RELAY_DIR}, else {@code <data home>/mbxrelay} (see
+   * {@link #dataHome}).
    *
    * @param flag the {@code --store-dir} value or null
    * @param env environment
@@ -158,7 +159,23 @@ public final class ServeCommand implements Callable<Integer> {
     if (fromEnv != null && !fromEnv.isBlank()) {
       return Path.of(fromEnv);
     }
-    return Path.of(System.getProperty("user.home"), ".local", "share", "mbxrelay");
+    return dataHome(env).resolve("mbxrelay");
+  }
+
+  /**
+   * The XDG data directory: {@code $XDG_DATA_HOME}, else {@code $HOME/.local/share}, else the JVM's
+   * {@code user.home} (which Java reads from the password database, not from {@code $HOME}).
+   *
+   * @param env environment
+   * @return the directory
+   */
+  public static Path dataHome(Map<String, String> env) {
+    String xdg = env.get("XDG_DATA_HOME");
+    if (xdg != null && !xdg.isBlank()) {
+      return Path.of(xdg);
+    }
+    String home = env.get("HOME");
+    return Path.of(home != null && !home.isBlank() ? home : System.getProperty("user.home"), ".local", "share");
   }
 
   private static String rootMessage(Throwable t) {

@@ -46,7 +46,11 @@ public final class HostKeys {
    * @return the path (not created)
    */
   public static Path defaultFile() {
-    return Path.of(System.getProperty("user.home"), ".local", "share", "mbxrelay-host", FILE_NAME);
+    String xdg = System.getenv("XDG_DATA_HOME");
+    String home = System.getenv("HOME");
+    Path data = xdg != null && !xdg.isBlank() ? Path.of(xdg)
+        : Path.of(home != null && !home.isBlank() ? home : System.getProperty("user.home"), ".local", "share");
+    return data.resolve("mbxrelay-host").resolve(FILE_NAME);
   }
 
   /**
