@@ -42,4 +42,48 @@ final class Schema {
           + " record TEXT NOT NULL, sig TEXT NOT NULL)",
       "CREATE TABLE ops(id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, op TEXT NOT NULL,"
           + " receipt TEXT NOT NULL)");
+
+  /**
+   * Queue usage counters kept by triggers on {@code items}, so quota checks and queue gauges read one row instead of
+   * summing a queue (O(1) per push instead of O(queue)). Not part of the reference schema: ensured (and backfilled
+   * from {@code items}) at every open, so stores written by another implementation gain them too. Triggers keep them
+   * right whatever code path inserts, deletes or moves items.
+   */
+  static final List<String> USAGE = List.of(
+      "CREATE TABLE IF NOT EXISTS queue_usage(target_pubkey TEXT PRIMARY KEY, items INTEGER NOT NULL,"
+          + " bytes INTEGER NOT NULL)",
+      "CREATE TABLE IF NOT EXISTS sender_usage(sender_pubkey TEXT NOT NULL, target_pubkey TEXT NOT NULL,"
+          + " items INTEGER NOT NULL, bytes INTEGER NOT NULL, PRIMARY KEY(sender_pubkey, target_pubkey))",
+      "CREATE TRIGGER IF NOT EXISTS items_usage_insert AFTER INSERT ON items BEGIN"
+          + " INSERT INTO queue_usage(target_pubkey, items, bytes) VALUES(NEW.target_pubkey, 1, NEW.bytes)"
+          + " ON CONFLICT(target_pubkey) DO UPDATE SET items = items + 1, bytes = bytes + excluded.bytes;"
+          + " INSERT INTO sender_usage(sender_pubkey, target_pubkey, items, bytes)"
+          + " VALUES(NEW.sender_pubkey, NEW.target_pubkey, 1, NEW.bytes)"
+          + " ON CONFLICT(sender_pubkey, target_pubkey) DO UPDATE SET items = items + 1, bytes = bytes + excluded.bytes;"
+          + " END",
+      "CREATE TRIGGER IF NOT EXISTS items_usage_delete AFTER DELETE ON items BEGIN"
+          + " UPDATE queue_usage SET items = items - 1, bytes = bytes - OLD.bytes WHERE target_pubkey = OLD.target_pubkey;"
+          + " UPDATE sender_usage SET items = items - 1, bytes = bytes - OLD.bytes"
+          + " WHERE sender_pubkey = OLD.sender_pubkey AND target_pubkey = OLD.target_pubkey;"
+          + " END",
+      "CREATE TRIGGER IF NOT EXISTS items_usage_update AFTER UPDATE OF target_pubkey, sender_pubkey, bytes ON items"
+          + " BEGIN"
+          + " UPDATE queue_usage SET items = items - 1, bytes = bytes - OLD.bytes WHERE target_pubkey = OLD.target_pubkey;"
+          + " UPDATE sender_usage SET items = items - 1, bytes = bytes - OLD.bytes"
+          + " WHERE sender_pubkey = OLD.sender_pubkey AND target_pubkey = OLD.target_pubkey;"
+          + " INSERT INTO queue_usage(target_pubkey, items, bytes) VALUES(NEW.target_pubkey, 1, NEW.bytes)"
+          + " ON CONFLICT(target_pubkey) DO UPDATE SET items = items + 1, bytes = bytes + excluded.bytes;"
+          + " INSERT INTO sender_usage(sender_pubkey, target_pubkey, items, bytes)"
+          + " VALUES(NEW.sender_pubkey, NEW.target_pubkey, 1, NEW.bytes)"
+          + " ON CONFLICT(sender_pubkey, target_pubkey) DO UPDATE SET items = items + 1, bytes = bytes + excluded.bytes;"
+          + " END");
+
+  /** Recomputes the usage counters from {@code items} (after the usage tables were created on an existing store). */
+  static final List<String> USAGE_BACKFILL = List.of(
+      "DELETE FROM queue_usage",
+      "DELETE FROM sender_usage",
+      "INSERT INTO queue_usage(target_pubkey, items, bytes) SELECT target_pubkey, count(*), coalesce(sum(bytes), 0)"
+          + " FROM items GROUP BY target_pubkey",
+      "INSERT INTO sender_usage(sender_pubkey, target_pubkey, items, bytes) SELECT sender_pubkey, target_pubkey,"
+          + " count(*), coalesce(sum(bytes), 0) FROM items GROUP BY sender_pubkey, target_pubkey");
 }

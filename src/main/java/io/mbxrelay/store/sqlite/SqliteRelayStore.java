@@ -72,6 +72,33 @@ public final class SqliteRelayStore implements RelayStore {
   public record OpenReport(boolean created, String epochRotatedReason, String previousEpoch) {}
 
   private OpenReport openReport;
+  private final java.util.Map<String, PreparedStatement> statements = new java.util.HashMap<>();
+
+  /**
+   * A cached prepared statement for {@code sql}. The driver does not cache statements and the writer runs the same
+   * dozen statements for every item, so preparing once per connection saves a parse per statement. The returned
+   * object is a view whose {@code close()} only clears parameters, so callers keep using try-with-resources.
+   */
+  private PreparedStatement prepared(String sql) throws SQLException {
+    PreparedStatement real = statements.get(sql);
+    if (real == null || real.isClosed()) {
+      real = conn.prepareStatement(sql);
+      statements.put(sql, real);
+    }
+    PreparedStatement target = real;
+    return (PreparedStatement) java.lang.reflect.Proxy.newProxyInstance(PreparedStatement.class.getClassLoader(),
+        new Class<?>[] {PreparedStatement.class}, (proxy, method, args) -> {
+          if (method.getName().equals("close") && method.getParameterCount() == 0) {
+            target.clearParameters();
+            return null;
+          }
+          try {
+            return method.invoke(target, args);
+          } catch (java.lang.reflect.InvocationTargetException e) {
+            throw e.getCause();
+          }
+        });
+  }
 
   /**
    * Opens (creating or migrating when needed) the store in {@code storeDir}.
@@ -235,6 +262,7 @@ public final class SqliteRelayStore implements RelayStore {
           }
         }
       }
+      ensureUsage();
       putMeta("heartbeat", Long.toString(now));
       this.epoch = meta("epoch").orElseThrow();
       try (Statement st = conn.createStatement()) {
@@ -253,12 +281,26 @@ public final class SqliteRelayStore implements RelayStore {
     }
   }
 
+  private void ensureUsage() throws SQLException {
+    boolean existed = tableExists("queue_usage");
+    try (Statement st = conn.createStatement()) {
+      for (String ddl : Schema.USAGE) {
+        st.execute(ddl);
+      }
+      if (!existed) {
+        for (String sql : Schema.USAGE_BACKFILL) {
+          st.execute(sql);
+        }
+      }
+    }
+  }
+
   private static String jsonEsc(String s) {
     return s.replace("\\", "\\\\").replace("\"", "\\\"");
   }
 
   private boolean tableExists(String name) throws SQLException {
-    try (PreparedStatement ps = conn.prepareStatement("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?")) {
+    try (PreparedStatement ps = prepared("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?")) {
       ps.setString(1, name);
       try (ResultSet rs = ps.executeQuery()) {
         return rs.next();
@@ -267,7 +309,7 @@ public final class SqliteRelayStore implements RelayStore {
   }
 
   Optional<String> meta(String k) throws SQLException {
-    try (PreparedStatement ps = conn.prepareStatement("SELECT v FROM meta WHERE k=?")) {
+    try (PreparedStatement ps = prepared("SELECT v FROM meta WHERE k=?")) {
       ps.setString(1, k);
       try (ResultSet rs = ps.executeQuery()) {
         return rs.next() ? Optional.of(rs.getString(1)) : Optional.empty();
@@ -276,7 +318,7 @@ public final class SqliteRelayStore implements RelayStore {
   }
 
   void putMeta(String k, String v) throws SQLException {
-    try (PreparedStatement ps = conn.prepareStatement(
+    try (PreparedStatement ps = prepared(
         "INSERT INTO meta(k, v) VALUES(?, ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v")) {
       ps.setString(1, k);
       ps.setString(2, v);
@@ -285,7 +327,7 @@ public final class SqliteRelayStore implements RelayStore {
   }
 
   void addOp(String op, String receiptJson) throws SQLException {
-    try (PreparedStatement ps = conn.prepareStatement("INSERT INTO ops(at, op, receipt) VALUES(?, ?, ?)")) {
+    try (PreparedStatement ps = prepared("INSERT INTO ops(at, op, receipt) VALUES(?, ?, ?)")) {
       ps.setString(1, IsoTime.format(clock.millis()));
       ps.setString(2, op);
       ps.setString(3, receiptJson);
@@ -451,7 +493,7 @@ public final class SqliteRelayStore implements RelayStore {
       }
       long seq = allocateSeq(t.hostPubkey(), now);
       insertItem(t.hostPubkey(), seq, p, t, nowIso, expiresAt);
-      try (PreparedStatement ps = conn.prepareStatement(
+      try (PreparedStatement ps = prepared(
           "INSERT INTO dedup(sender_pubkey, item_id, target_pubkey, wire_hash, seq, accepted_at)"
               + " VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")) {
         ps.setString(1, p.senderPubkey());
@@ -471,7 +513,7 @@ public final class SqliteRelayStore implements RelayStore {
   private record DedupRow(String wireHash, long seq, String acceptedAt) {}
 
   private DedupRow dedupRow(String sender, String itemId, String target) throws SQLException {
-    try (PreparedStatement ps = conn.prepareStatement(
+    try (PreparedStatement ps = prepared(
         "SELECT wire_hash, seq, accepted_at FROM dedup WHERE sender_pubkey=? AND item_id=? AND target_pubkey=?")) {
       ps.setString(1, sender);
       ps.setString(2, itemId);
@@ -483,7 +525,7 @@ public final class SqliteRelayStore implements RelayStore {
   }
 
   private boolean senderAccepted(String target, String sender) throws SQLException {
-    try (PreparedStatement ps = conn.prepareStatement(
+    try (PreparedStatement ps = prepared(
         "SELECT EXISTS(SELECT 1 FROM json_each(senders) WHERE value = ?) FROM sender_lists WHERE target_pubkey=?")) {
       ps.setString(1, sender);
       ps.setString(2, target);
@@ -497,21 +539,22 @@ public final class SqliteRelayStore implements RelayStore {
   private String quotaFailure(String sender, String target, long bytes) throws SQLException {
     Enrolment t = enrolmentRow(target).orElseThrow();
     String name = t.hostName();
-    long[] q = sums("SELECT count(*), coalesce(sum(bytes), 0) FROM items WHERE target_pubkey=?", target);
+    long[] q = sums("SELECT coalesce(sum(items), 0), coalesce(sum(bytes), 0) FROM queue_usage WHERE target_pubkey=?",
+        target);
     if (q[0] + 1 > limits.maxQueueItems()) {
       return "queue depth exceeded for " + name;
     }
     if (q[1] + bytes > limits.maxQueueBytes()) {
       return "queue bytes exceeded for " + name;
     }
-    long[] s = sums("SELECT count(*), coalesce(sum(bytes), 0) FROM items WHERE sender_pubkey=? AND target_pubkey=?",
-        sender, target);
+    long[] s = sums("SELECT coalesce(sum(items), 0), coalesce(sum(bytes), 0) FROM sender_usage"
+        + " WHERE sender_pubkey=? AND target_pubkey=?", sender, target);
     if (s[0] + 1 > limits.maxSenderItems() || s[1] + bytes > limits.maxSenderBytes()) {
       return "sender share exceeded for " + name;
     }
     if (t.account() != null) {
-      long[] o = sums("SELECT count(*), coalesce(sum(i.bytes), 0) FROM enrolments e JOIN items i"
-          + " ON i.target_pubkey = e.host_pubkey WHERE e.account=? AND e.revoked_at IS NULL", t.account());
+      long[] o = sums("SELECT coalesce(sum(q.items), 0), coalesce(sum(q.bytes), 0) FROM enrolments e JOIN queue_usage q"
+          + " ON q.target_pubkey = e.host_pubkey WHERE e.account=? AND e.revoked_at IS NULL", t.account());
       if (o[0] + 1 > limits.maxOwnerItems()) {
         return "owner queue depth exceeded for " + name;
       }
@@ -523,7 +566,7 @@ public final class SqliteRelayStore implements RelayStore {
   }
 
   private long[] sums(String sql, String... args) throws SQLException {
-    try (PreparedStatement ps = conn.prepareStatement(sql)) {
+    try (PreparedStatement ps = prepared(sql)) {
       for (int i = 0; i < args.length; i++) {
         ps.setString(i + 1, args[i]);
       }
@@ -537,7 +580,7 @@ public final class SqliteRelayStore implements RelayStore {
   /** wire.md §5 "Seq allocation": {@code cur = max(next_seq or 1, now_ms)}; {@code next_seq = cur + 1}. */
   private long allocateSeq(String target, long nowMs) throws SQLException {
     long next = 1;
-    try (PreparedStatement ps = conn.prepareStatement("SELECT next_seq FROM seqs WHERE target_pubkey=?")) {
+    try (PreparedStatement ps = prepared("SELECT next_seq FROM seqs WHERE target_pubkey=?")) {
       ps.setString(1, target);
       try (ResultSet rs = ps.executeQuery()) {
         if (rs.next()) {
@@ -546,7 +589,7 @@ public final class SqliteRelayStore implements RelayStore {
       }
     }
     long cur = Math.max(next, nowMs);
-    try (PreparedStatement ps = conn.prepareStatement("INSERT INTO seqs(target_pubkey, next_seq) VALUES(?, ?)"
+    try (PreparedStatement ps = prepared("INSERT INTO seqs(target_pubkey, next_seq) VALUES(?, ?)"
         + " ON CONFLICT(target_pubkey) DO UPDATE SET next_seq = excluded.next_seq")) {
       ps.setString(1, target);
       ps.setLong(2, cur + 1);
@@ -557,7 +600,7 @@ public final class SqliteRelayStore implements RelayStore {
 
   private void insertItem(String target, long seq, StoreCommand.Push p, StoreCommand.Target t, String nowIso,
       String expiresAt) throws SQLException {
-    try (PreparedStatement ps = conn.prepareStatement("INSERT INTO items(target_pubkey, seq, kind, item_id,"
+    try (PreparedStatement ps = prepared("INSERT INTO items(target_pubkey, seq, kind, item_id,"
         + " sender_pubkey, sender_host, wire, wire_hash, bytes, accepted_at, expires_at)"
         + " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) {
       ps.setString(1, target);
@@ -583,7 +626,7 @@ public final class SqliteRelayStore implements RelayStore {
   private SweepCounts sweepBatch(StoreCommand.SweepBatch sb) throws SQLException {
     String at = IsoTime.format(sb.nowMs());
     List<Expiring> rows = new ArrayList<>();
-    try (PreparedStatement ps = conn.prepareStatement("SELECT target_pubkey, seq, kind, item_id, sender_pubkey, bytes,"
+    try (PreparedStatement ps = prepared("SELECT target_pubkey, seq, kind, item_id, sender_pubkey, bytes,"
         + " accepted_at FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?"
         + " ORDER BY expires_at, target_pubkey, seq LIMIT ?")) {
       ps.setString(1, at);
@@ -604,7 +647,7 @@ public final class SqliteRelayStore implements RelayStore {
     long freed = 0;
     String expiresAt = IsoTime.format(sb.nowMs() + limits.retentionMs());
     for (Expiring r : rows) {
-      try (PreparedStatement ps = conn.prepareStatement("DELETE FROM items WHERE target_pubkey=? AND seq=?")) {
+      try (PreparedStatement ps = prepared("DELETE FROM items WHERE target_pubkey=? AND seq=?")) {
         ps.setString(1, r.target);
         ps.setLong(2, r.seq);
         ps.executeUpdate();
@@ -638,14 +681,15 @@ public final class SqliteRelayStore implements RelayStore {
       wireNode.set("notice", notice);
       wireNode.put("sig", sb.signer().apply(io.mbxrelay.wire.CanonicalJson.canonicalBytes(notice)));
       byte[] wire = io.mbxrelay.wire.CanonicalJson.canonicalBytes(wireNode);
-      long[] q = sums("SELECT count(*), coalesce(sum(bytes), 0) FROM items WHERE target_pubkey=?", r.sender);
+      long[] q = sums("SELECT coalesce(sum(items), 0), coalesce(sum(bytes), 0) FROM queue_usage WHERE target_pubkey=?",
+          r.sender);
       if (q[0] + 1 > limits.maxQueueItems() || q[1] + wire.length > limits.maxQueueBytes()) {
         overCap++;
         continue;
       }
       String hash = io.mbxrelay.wire.Hashes.sha256Hex(wire);
       long seq = allocateSeq(r.sender, sb.nowMs());
-      try (PreparedStatement ps = conn.prepareStatement("INSERT INTO items(target_pubkey, seq, kind, item_id,"
+      try (PreparedStatement ps = prepared("INSERT INTO items(target_pubkey, seq, kind, item_id,"
           + " sender_pubkey, sender_host, wire, wire_hash, bytes, accepted_at, expires_at)"
           + " VALUES(?, ?, 'expired', ?, ?, 'relay', ?, ?, ?, ?, ?)")) {
         ps.setString(1, r.sender);
@@ -659,7 +703,7 @@ public final class SqliteRelayStore implements RelayStore {
         ps.setString(9, expiresAt);
         ps.executeUpdate();
       }
-      try (PreparedStatement ps = conn.prepareStatement(
+      try (PreparedStatement ps = prepared(
           "INSERT INTO dedup(sender_pubkey, item_id, target_pubkey, wire_hash, seq, accepted_at)"
               + " VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")) {
         ps.setString(1, relayPubkey);
@@ -676,7 +720,7 @@ public final class SqliteRelayStore implements RelayStore {
   }
 
   private int pruneDedup(StoreCommand.PruneDedup pd) throws SQLException {
-    try (PreparedStatement ps = conn.prepareStatement("DELETE FROM dedup WHERE rowid IN (SELECT d.rowid FROM dedup d"
+    try (PreparedStatement ps = prepared("DELETE FROM dedup WHERE rowid IN (SELECT d.rowid FROM dedup d"
         + " WHERE d.accepted_at < ? AND NOT EXISTS (SELECT 1 FROM items i WHERE i.target_pubkey = d.target_pubkey"
         + " AND i.seq = d.seq) LIMIT ?)")) {
       ps.setString(1, pd.beforeIso());
@@ -697,13 +741,13 @@ public final class SqliteRelayStore implements RelayStore {
     }
     long through = a.through().getAsLong();
     int deleted;
-    try (PreparedStatement ps = conn.prepareStatement("DELETE FROM items WHERE target_pubkey=? AND seq<=?")) {
+    try (PreparedStatement ps = prepared("DELETE FROM items WHERE target_pubkey=? AND seq<=?")) {
       ps.setString(1, a.targetPubkey());
       ps.setLong(2, through);
       deleted = ps.executeUpdate();
     }
     long acked;
-    try (PreparedStatement ps = conn.prepareStatement("INSERT INTO acked(target_pubkey, acked_through) VALUES(?, ?)"
+    try (PreparedStatement ps = prepared("INSERT INTO acked(target_pubkey, acked_through) VALUES(?, ?)"
         + " ON CONFLICT(target_pubkey) DO UPDATE SET acked_through = max(acked_through, excluded.acked_through)"
         + " RETURNING acked_through")) {
       ps.setString(1, a.targetPubkey());
@@ -717,7 +761,7 @@ public final class SqliteRelayStore implements RelayStore {
   }
 
   private long head(String target) throws SQLException {
-    try (PreparedStatement ps = conn.prepareStatement("SELECT next_seq FROM seqs WHERE target_pubkey=?")) {
+    try (PreparedStatement ps = prepared("SELECT next_seq FROM seqs WHERE target_pubkey=?")) {
       ps.setString(1, target);
       try (ResultSet rs = ps.executeQuery()) {
         return rs.next() ? rs.getLong(1) - 1 : 0;
@@ -745,7 +789,7 @@ public final class SqliteRelayStore implements RelayStore {
       authorizedBy = existing.get().authorizedBy();
     }
     if (account != null) {
-      try (PreparedStatement ps = conn.prepareStatement("SELECT 1 FROM enrolments WHERE account=?"
+      try (PreparedStatement ps = prepared("SELECT 1 FROM enrolments WHERE account=?"
           + " AND lower(host_name)=lower(?) AND revoked_at IS NULL AND host_pubkey<>?")) {
         ps.setString(1, account);
         ps.setString(2, e.hostName());
@@ -757,7 +801,7 @@ public final class SqliteRelayStore implements RelayStore {
         }
       }
     }
-    try (PreparedStatement ps = conn.prepareStatement("INSERT INTO enrolments(host_pubkey, host_name, owner_fp,"
+    try (PreparedStatement ps = prepared("INSERT INTO enrolments(host_pubkey, host_name, owner_fp,"
         + " account, authorized_by, enrolled_at, revoked_at) VALUES(?, ?, ?, ?, ?, ?, NULL)"
         + " ON CONFLICT(host_pubkey) DO UPDATE SET host_name=excluded.host_name, owner_fp=excluded.owner_fp,"
         + " account=excluded.account, authorized_by=excluded.authorized_by, enrolled_at=excluded.enrolled_at")) {
@@ -793,7 +837,7 @@ public final class SqliteRelayStore implements RelayStore {
   }
 
   private Optional<Enrolment> enrolmentRow(String key) throws SQLException {
-    try (PreparedStatement ps = conn.prepareStatement("SELECT host_pubkey, host_name, owner_fp, account,"
+    try (PreparedStatement ps = prepared("SELECT host_pubkey, host_name, owner_fp, account,"
         + " authorized_by, enrolled_at, revoked_at FROM enrolments WHERE host_pubkey=?")) {
       ps.setString(1, key);
       try (ResultSet rs = ps.executeQuery()) {
@@ -832,6 +876,14 @@ public final class SqliteRelayStore implements RelayStore {
 
   @Override
   public void close() {
+    for (PreparedStatement ps : statements.values()) {
+      try {
+        ps.close();
+      } catch (SQLException ignored) {
+        // closing
+      }
+    }
+    statements.clear();
     try {
       try (Statement st = conn.createStatement()) {
         st.execute("PRAGMA wal_checkpoint(TRUNCATE)");
