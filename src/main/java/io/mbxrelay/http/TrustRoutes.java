@@ -3,9 +3,9 @@ package io.mbxrelay.http;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.crypto.Ed25519;
-import io.mbxrelay.crypto.Fingerprint;
 import io.mbxrelay.server.ReadStore;
 import io.mbxrelay.server.RelayServices;
+import io.mbxrelay.store.DenyKey;
 import io.mbxrelay.store.Enrolment;
 import io.mbxrelay.store.RotateOutcome;
 import io.mbxrelay.store.SendersOutcome;
@@ -343,7 +343,7 @@ final class TrustRoutes {
       throw new RelayError(405, "method not allowed", null);
     }
     ObjectNode body = RelayRoutes.bodyObject(ctx);
-    Optional<String[]> entry = denyEntry(text(body.get("kind")), text(body.get("value")));
+    Optional<DenyKey> entry = DenyKey.of(text(body.get("kind")), text(body.get("value")));
     if (entry.isEmpty()) {
       throw RelayError.badRequest("bad deny entry: kind must be host_fp or client_id with a valid value");
     }
@@ -351,8 +351,8 @@ final class TrustRoutes {
     if (note != null && note.length() > 200) {
       throw RelayError.badRequest("bad deny entry: note over 200 characters");
     }
-    String kind = entry.get()[0];
-    String value = entry.get()[1];
+    String kind = entry.get().kind();
+    String value = entry.get().value();
     if (m == HttpMethod.POST) {
       s.writes().send(new StoreCommand.Deny(kind, value, note)).onSuccess(d -> RelayRoutes.ok(ctx,
           okTrue().put("kind", kind).put("value", value).put("added", d.added()).put("revoked", d.revoked())))
@@ -361,27 +361,5 @@ final class TrustRoutes {
       s.writes().send(new StoreCommand.Undeny(kind, value)).onSuccess(removed -> RelayRoutes.ok(ctx,
           okTrue().put("kind", kind).put("value", value).put("removed", removed))).onFailure(ctx::fail);
     }
-  }
-
-  /**
-   * Normalizes a deny entry: {@code host_fp} takes a fingerprint in any form {@link Fingerprint#normalize} accepts
-   * (or the full key); {@code client_id} a non-empty string of at most 200 characters without control characters.
-   *
-   * @param kind {@code host_fp} or {@code client_id}
-   * @param value the value as given
-   * @return {@code [kind, canonical value]}, or empty when invalid
-   */
-  static Optional<String[]> denyEntry(String kind, String value) {
-    if (kind == null || value == null) {
-      return Optional.empty();
-    }
-    if (kind.equals("host_fp")) {
-      return Fingerprint.normalize(value).map(fp -> new String[] {kind, fp});
-    }
-    if (kind.equals("client_id") && !value.isEmpty() && value.length() <= 200
-        && value.chars().noneMatch(c -> c < 0x20 || c == 0x7f)) {
-      return Optional.of(new String[] {kind, value});
-    }
-    return Optional.empty();
   }
 }

@@ -40,13 +40,19 @@ public final class RelayHarness implements AutoCloseable {
    */
   public static RelayHarness start(Path dir, Map<String, String> env, Clock clock, Ed25519KeyPair key)
       throws Exception {
+    return start(dir, env, clock, key, ClientAddress.SOCKET);
+  }
+
+  /** Starts a relay with a trust-proxy mode. */
+  public static RelayHarness start(Path dir, Map<String, String> env, Clock clock, Ed25519KeyPair key,
+      ClientAddress mode) throws Exception {
     Map<String, String> e = new HashMap<>(env);
     e.putIfAbsent("MBX_RELAY_HTTP_INSTANCES", "2");
     e.putIfAbsent("MBX_RELAY_LIMITS_ENROL_CALLS_PER_MINUTE", "100000");
     e.putIfAbsent("MBX_RELAY_LIMITS_PUSH_REQUESTS_PER_MINUTE", "100000");
     RelayConfig config = ConfigLoader.load(null, e);
     RelayServer server = RelayServer.start(config, key,
-        new RelayServer.Options(0, "127.0.0.1", dir, ClientAddress.SOCKET, CrashPoint.NONE, clock));
+        new RelayServer.Options(0, "127.0.0.1", dir, mode, CrashPoint.NONE, clock));
     return new RelayHarness(server, key, dir, config);
   }
 

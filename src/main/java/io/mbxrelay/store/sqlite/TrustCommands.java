@@ -25,9 +25,8 @@ import java.util.Optional;
  * <p>Threading: writer thread only, always inside the savepoint {@link SqliteRelayStore} opened for the command.
  */
 final class TrustCommands {
-  /** Deny-list kinds. */
-  static final String HOST_FP = "host_fp";
-  static final String CLIENT_ID = "client_id";
+  private static final String HOST_FP = io.mbxrelay.store.DenyKey.HOST_FP;
+  private static final String CLIENT_ID = io.mbxrelay.store.DenyKey.CLIENT_ID;
 
   private final SqliteRelayStore store;
   private final Connection conn;
