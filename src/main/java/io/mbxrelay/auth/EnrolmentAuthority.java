@@ -1,6 +1,8 @@
 package io.mbxrelay.auth;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 
 /**
  * Decides whether a host key may enrol (seed 000 §8): {@code authorize({host_name, host_pubkey, owner_fp, proof}) →
@@ -28,11 +30,17 @@ public interface EnrolmentAuthority {
    * @param account proven account, or null
    * @param org proven organisation, or null
    * @param reason denial reason (≤ 200 chars used), or null
+   * @param clientId the token's {@code client_id} (deny-list key, seed 000 §8), or null
    */
-  record Decision(boolean ok, String account, String org, String reason) {
+  record Decision(boolean ok, String account, String org, String reason, String clientId) {
+    /** A decision without client id. */
+    public Decision(boolean ok, String account, String org, String reason) {
+      this(ok, account, org, reason, null);
+    }
+
     /** A grant without account. */
     public static Decision granted() {
-      return new Decision(true, null, null, null);
+      return new Decision(true, null, null, null, null);
     }
   }
 
@@ -47,4 +55,19 @@ public interface EnrolmentAuthority {
    * @throws Exception when the authority is unavailable (treated as a denial)
    */
   Decision authorize(Request request) throws Exception;
+
+  /**
+   * Decides without blocking; an authority that must fetch something first (the account-token authority on an
+   * unknown signing key) overrides this. A failed stage means "unavailable", like a throw from {@link #authorize}.
+   *
+   * @param request the enrolment
+   * @return the decision
+   */
+  default CompletionStage<Decision> decide(Request request) {
+    try {
+      return CompletableFuture.completedFuture(authorize(request));
+    } catch (Exception e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
 }

@@ -176,7 +176,7 @@ public final class ConfigLoader {
         + key.replaceAll("([a-z0-9])([A-Z])", "$1_$2").toUpperCase(Locale.ROOT);
   }
 
-  private static final Set<String> AUTHORITIES = Set.of("host-key-challenge");
+  private static final Set<String> AUTHORITIES = Set.of("host-key-challenge", "account-token");
 
   /** Range checks over the whole configuration; every violation is returned. */
   static List<String> validate(RelayConfig c) {
@@ -230,7 +230,34 @@ public final class ConfigLoader {
     if (c.enrolment().authority() == null || !AUTHORITIES.contains(c.enrolment().authority())) {
       v.add("enrolment.authority must be one of " + AUTHORITIES);
     }
+    validateTrust(c, v);
     return v;
+  }
+
+  /** Account-token, replay-cache and admin settings (issue 3). */
+  private static void validateTrust(RelayConfig c, List<String> v) {
+    RelayConfig.Enrolment e = c.enrolment();
+    range(v, "enrolment.jwksRefreshMs", e.jwksRefreshMs(), 10_000, 86_400_000L);
+    range(v, "enrolment.jwksUnknownKidMinIntervalMs", e.jwksUnknownKidMinIntervalMs(), 1_000, 3_600_000);
+    range(v, "enrolment.jwksCacheLifetimeMs", e.jwksCacheLifetimeMs(), 60_000, 86_400_000L);
+    range(v, "enrolment.tokenMaxLifetimeMs", e.tokenMaxLifetimeMs(), 60_000, 86_400_000L);
+    if ("account-token".equals(e.authority())) {
+      for (String[] f : new String[][] {{"enrolment.relayUrl", e.relayUrl()}, {"enrolment.tokenIssuer", e.tokenIssuer()},
+          {"enrolment.jwksUrl", e.jwksUrl()}}) {
+        if (f[1] == null || f[1].isBlank()) {
+          v.add(f[0] + " is required with enrolment.authority account-token");
+        }
+      }
+      if (e.jwksUrl() != null && !e.jwksUrl().isBlank() && !e.jwksUrl().startsWith("https://")
+          && !e.jwksUrl().startsWith("http://127.0.0.1") && !e.jwksUrl().startsWith("http://localhost")) {
+        v.add("enrolment.jwksUrl must be https (plain http only for localhost)");
+      }
+    }
+    range(v, "trust.replayCacheMaxEntries", c.trust().replayCacheMaxEntries(), 1, 100_000_000);
+    String token = c.admin().token();
+    if (token != null && !token.isEmpty() && token.length() < 32) {
+      v.add("admin.token (MBX_RELAY_ADMIN_TOKEN) must be at least 32 characters when set");
+    }
   }
 
   private static void range(List<String> v, String name, long value, long min, long max) {

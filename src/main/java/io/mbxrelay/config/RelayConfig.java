@@ -15,8 +15,11 @@ import java.util.Objects;
  * @param timers heartbeat and expiry sweep timers (wire.md §5)
  * @param enrolment which enrolment authority decides (seed 000 §8)
  * @param log log output format
+ * @param trust replay protection (issue 3)
+ * @param admin the admin endpoint (deny list)
  */
-public record RelayConfig(Http http, Store store, Limits limits, Timers timers, Enrolment enrolment, Log log) {
+public record RelayConfig(Http http, Store store, Limits limits, Timers timers, Enrolment enrolment, Log log,
+    Trust trust, Admin admin) {
 
   public RelayConfig {
     Objects.requireNonNull(http, "http");
@@ -25,6 +28,8 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
     Objects.requireNonNull(timers, "timers");
     Objects.requireNonNull(enrolment, "enrolment");
     Objects.requireNonNull(log, "log");
+    Objects.requireNonNull(trust, "trust");
+    Objects.requireNonNull(admin, "admin");
   }
 
   /**
@@ -114,11 +119,41 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
   public record Timers(long heartbeatMs, long heartbeatStaleMs, long sweepIntervalMs, int sweepBatchRows, int sweepMaxBatches) {}
 
   /**
-   * Enrolment authority selection (seed 000 §8).
+   * Enrolment authority selection (seed 000 §8) and the account-token settings ({@code docs/account-tokens.md}).
    *
-   * @param authority {@code host-key-challenge} (default, self-hosted relays)
+   * @param authority {@code host-key-challenge} (default, self-hosted relays) or {@code account-token} (hosted)
+   * @param relayUrl this relay's public URL: the only token audience accepted (account-token only)
+   * @param tokenIssuer the accounts issuer: the only {@code iss} accepted (account-token only)
+   * @param jwksUrl where the issuer's JWKS is fetched (account-token only)
+   * @param jwksRefreshMs JWKS refresh interval (seed 000 §8: 10 min)
+   * @param jwksUnknownKidMinIntervalMs least time between refreshes triggered by an unknown {@code kid} (1 min)
+   * @param jwksCacheLifetimeMs how long keys of the last successful fetch serve when the JWKS cannot be fetched (1 h)
+   * @param tokenMaxLifetimeMs most {@code exp − iat} of an account token (15 min)
    */
-  public record Enrolment(String authority) {}
+  public record Enrolment(String authority, String relayUrl, String tokenIssuer, String jwksUrl, long jwksRefreshMs,
+      long jwksUnknownKidMinIntervalMs, long jwksCacheLifetimeMs, long tokenMaxLifetimeMs) {}
+
+  /**
+   * Replay protection beyond the reference (issue 3 item 7).
+   *
+   * @param replayCacheMaxEntries most accepted state-changing hops remembered for the hop window; when full (after a
+   *     sweep) further state-changing requests are answered 503 rather than accepted unprotected
+   */
+  public record Trust(int replayCacheMaxEntries) {}
+
+  /**
+   * The admin endpoint ({@code docs/deny-list.md}).
+   *
+   * @param token bearer token for {@code /admin/deny} (normally from {@code MBX_RELAY_ADMIN_TOKEN}); empty disables
+   *     the endpoint
+   */
+  public record Admin(String token) {
+    /** Never prints the token. */
+    @Override
+    public String toString() {
+      return "Admin[token=" + (token == null || token.isEmpty() ? "unset" : "set") + "]";
+    }
+  }
 
   /**
    * Logging.

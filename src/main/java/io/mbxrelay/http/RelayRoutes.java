@@ -55,7 +55,9 @@ import org.slf4j.LoggerFactory;
 public final class RelayRoutes {
   private static final Logger LOG = LoggerFactory.getLogger(RelayRoutes.class);
   private static final String RAW = "mbx.raw";
-  private static final String CALLER = "mbx.caller";
+  static final String CALLER = "mbx.caller";
+  private static final String HOP_TEXT = "mbx.hopText";
+  private static final String HOP_TS = "mbx.hopTs";
   /** wire.md §3 "Other constants" HOST_RE. */
   public static final Pattern HOST_RE = Pattern.compile("^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$");
   /** wire.md §3 "Other constants" OWNER_FP_RE. */
@@ -64,11 +66,13 @@ public final class RelayRoutes {
 
   private final RelayServices s;
   private final RelayConfig.Limits limits;
+  private final TrustRoutes trust;
 
   /** @param services shared services */
   public RelayRoutes(RelayServices services) {
     this.s = Objects.requireNonNull(services);
     this.limits = services.config().limits();
+    this.trust = new TrustRoutes(services, this);
   }
 
   /**
@@ -83,10 +87,13 @@ public final class RelayRoutes {
     r.get("/v2/relay/info").handler(this::info);
     r.post("/v1/relay/challenge").handler(this::challenge);
     r.post("/v1/relay/enrol").handler(this::enrol);
+    trust.mountBeforeHop(r); // rotate (unsigned, rate-limited), admin deny (bearer token, else falls through)
     r.route().handler(this::hopAuth);
     r.post("/v2/relay/items").handler(this::push);
     r.get("/v2/relay/items").handler(this::pull);
     r.post("/v2/relay/ack").handler(this::ack);
+    trust.mountSigned(r); // senders, enc-key ads v1/v2
+
     r.route().handler(ctx -> ctx.fail(RelayError.NOT_FOUND));
     r.route().failureHandler(this::failure);
     return r;
@@ -170,14 +177,14 @@ public final class RelayRoutes {
     req.resume();
   }
 
-  private static void answer(RoutingContext ctx, int status, String json) {
+  static void answer(RoutingContext ctx, int status, String json) {
     if (ctx.response().ended()) {
       return;
     }
     ctx.response().setStatusCode(status).putHeader("content-type", "application/json").end(json);
   }
 
-  private static void ok(RoutingContext ctx, JsonNode body) {
+  static void ok(RoutingContext ctx, JsonNode body) {
     answer(ctx, 200, Json.stringify(body));
   }
 
@@ -209,7 +216,7 @@ public final class RelayRoutes {
   }
 
   /** Parses the body as a JSON object; anything else is 400 (wire.md §3 "Any uncaught error ... → 400"). */
-  private static ObjectNode bodyObject(RoutingContext ctx) {
+  static ObjectNode bodyObject(RoutingContext ctx) {
     JsonNode n;
     try {
       n = Json.parse(raw(ctx));
@@ -222,7 +229,7 @@ public final class RelayRoutes {
     return (ObjectNode) n;
   }
 
-  private long now() {
+  long now() {
     return s.clock().millis();
   }
 
@@ -241,7 +248,10 @@ public final class RelayRoutes {
       return Future.succeededFuture(Optional.empty());
     }
     String path = HopText.signedPath(req.path(), req.query());
-    byte[] text = HopText.signedText(req.method().name(), path, ts, raw(ctx)).getBytes(StandardCharsets.UTF_8);
+    String signed = HopText.signedText(req.method().name(), path, ts, raw(ctx));
+    ctx.put(HOP_TEXT, signed);
+    ctx.put(HOP_TS, t.getAsLong());
+    byte[] text = signed.getBytes(StandardCharsets.UTF_8);
     String key = req.getHeader("x-mbx-key");
     if (key != null && !key.isEmpty()) {
       return s.reads().enrolment(key)
@@ -273,7 +283,24 @@ public final class RelayRoutes {
   private void hopAuth(RoutingContext ctx) {
     verifyHop(ctx).onComplete(ar -> {
       if (ar.succeeded() && ar.result().isPresent()) {
-        ctx.put(CALLER, ar.result().get());
+        Enrolment caller = ar.result().get();
+        if (ctx.request().method() != io.vertx.core.http.HttpMethod.GET
+            && ctx.request().method() != io.vertx.core.http.HttpMethod.HEAD) {
+          // Replay protection beyond the reference (issue 3 item 7): an exact replay of a state-changing hop inside
+          // its freshness window is refused as a bad hop; a retry re-signed with a fresh ts is a new hop.
+          switch (s.trust().replay().admit(caller.hostPubkey(), ctx.get(HOP_TEXT), ctx.<Long>get(HOP_TS), now())) {
+            case REPLAY -> {
+              ctx.fail(RelayError.BAD_HOP);
+              return;
+            }
+            case FULL -> {
+              ctx.fail(new RelayError(503, "replay cache full; retry later", null));
+              return;
+            }
+            default -> { }
+          }
+        }
+        ctx.put(CALLER, caller);
         ctx.next();
       } else {
         ctx.fail(RelayError.BAD_HOP);
@@ -344,7 +371,7 @@ public final class RelayRoutes {
 
   // ---- enrolment calls (wire.md §4.1) ----
 
-  private boolean rateLimited(RoutingContext ctx) {
+  boolean rateLimited(RoutingContext ctx) {
     HttpServerRequest req = ctx.request();
     String socket = req.remoteAddress() == null ? "unknown" : req.remoteAddress().hostAddress();
     String addr = s.clientAddress().resolve(socket, req.getHeader("x-forwarded-for"),
@@ -356,7 +383,7 @@ public final class RelayRoutes {
     return false;
   }
 
-  private static boolean truthy(JsonNode n) {
+  static boolean truthy(JsonNode n) {
     if (n == null || n.isNull() || n.isMissingNode()) {
       return false;
     }
@@ -430,22 +457,29 @@ public final class RelayRoutes {
       throw new RelayError(401, "bad enrolment signature", null);
     }
     s.challenges().consume(key, challenge.get());
-    EnrolmentAuthority.Decision d;
+    EnrolmentAuthority.Request request = new EnrolmentAuthority.Request(host.textValue(), key, ownerFp.textValue(),
+        body.get("proof"));
+    java.util.concurrent.CompletionStage<EnrolmentAuthority.Decision> decided;
     try {
-      d = s.authority().authorize(new EnrolmentAuthority.Request(host.textValue(), key, ownerFp.textValue(),
-          body.get("proof")));
-    } catch (Exception e) {
-      d = new EnrolmentAuthority.Decision(false, null, null, "the enrolment authority is unavailable");
+      decided = s.authority().decide(request);
+    } catch (RuntimeException e) {
+      decided = java.util.concurrent.CompletableFuture.failedFuture(e);
     }
+    Future.fromCompletionStage(decided, ctx.vertx().getOrCreateContext())
+        .otherwise(e -> new EnrolmentAuthority.Decision(false, null, null, "the enrolment authority is unavailable"))
+        .onSuccess(d -> enrolDecided(ctx, host.textValue(), key, ownerFp.textValue(), d));
+  }
+
+  private void enrolDecided(RoutingContext ctx, String hostName, String key, String ownerFp,
+      EnrolmentAuthority.Decision d) {
     if (d == null || !d.ok()) {
       String reason = d == null ? null : d.reason();
-      String text = "enrolment not authorized"
-          + (reason == null || reason.isEmpty() ? "" : ": " + (reason.length() > 200 ? reason.substring(0, 200) : reason));
-      throw new RelayError(403, text, "DENIED");
+      ctx.fail(denied(reason));
+      return;
     }
     String account = d.account();
-    s.writes().send(new StoreCommand.Enrol(host.textValue(), key, ownerFp.textValue(), account,
-        account == null ? null : s.authority().name())).onSuccess(outcome -> {
+    s.writes().send(new StoreCommand.Enrol(hostName, key, ownerFp, account,
+        account == null ? null : s.authority().name(), d.clientId(), d.org())).onSuccess(outcome -> {
           switch (outcome) {
             case OK -> {
               ObjectNode out = Json.MAPPER.createObjectNode();
@@ -454,11 +488,18 @@ public final class RelayRoutes {
             }
             case FULL -> ctx.fail(new RelayError(503, "relay enrolment capacity reached", "FULL"));
             case REVOKED -> ctx.fail(new RelayError(403, "this host key was revoked on this relay", "REVOKED"));
-            case NAME_TAKEN -> ctx.fail(new RelayError(409, "host name " + host.textValue()
+            case NAME_TAKEN -> ctx.fail(new RelayError(409, "host name " + hostName
                 + " is already enrolled in this account with another key", "NAME_TAKEN"));
+            case DENIED -> ctx.fail(denied("this host is on the relay's deny list"));
             default -> ctx.fail(RelayError.INTERNAL);
           }
         }).onFailure(ctx::fail);
+  }
+
+  private static RelayError denied(String reason) {
+    String text = "enrolment not authorized"
+        + (reason == null || reason.isEmpty() ? "" : ": " + (reason.length() > 200 ? reason.substring(0, 200) : reason));
+    return new RelayError(403, text, "DENIED");
   }
 
   // ---- push v2 (wire.md §3) ----

@@ -251,6 +251,68 @@ public final class ReadStore implements AutoCloseable {
     return pool.query("SELECT 1").execute().mapEmpty();
   }
 
+  // ---- trust reads (issue 3): enc-key ads and the deny list ----
+
+  /**
+   * The ads of a live enrolment (wire.md §4.2 GET).
+   *
+   * @param hostName the enrolment's stored name
+   * @param hostPubkey the key
+   * @param v1EncPub the v1 ad's key, or null
+   * @param v1Sig the v1 ad's signature, or null
+   * @param v2Record the v2 ad record (canonical JSON), or null
+   * @param v2Sig the v2 ad's signature, or null
+   */
+  public record EncAds(String hostName, String hostPubkey, String v1EncPub, String v1Sig, String v2Record,
+      String v2Sig) {}
+
+  /**
+   * The ads of a key, only while its enrolment is live.
+   *
+   * @param hostPubkey the key as sent
+   * @return the ads (both parts may be null), or empty when the key is not a live enrolment
+   */
+  public Future<Optional<EncAds>> encAds(String hostPubkey) {
+    return read(c -> c.preparedQuery("SELECT e.host_name, e.host_pubkey, a.enc_pub, a.sig, r.record, r.sig"
+            + " FROM enrolments e LEFT JOIN enc_ads a ON a.host_pubkey = e.host_pubkey"
+            + " LEFT JOIN enc_ad_records r ON r.host_pubkey = e.host_pubkey"
+            + " WHERE e.host_pubkey = ? AND e.revoked_at IS NULL")
+        .execute(Tuple.of(hostPubkey)))
+        .map(rows -> {
+          if (rows.size() == 0) {
+            return Optional.empty();
+          }
+          Row r = rows.iterator().next();
+          return Optional.of(new EncAds(r.getString(0), r.getString(1), r.getString(2), r.getString(3),
+              r.getString(4), r.getString(5)));
+        });
+  }
+
+  /**
+   * One deny-list entry (seed 000 §8 "Revocation").
+   *
+   * @param kind {@code host_fp} or {@code client_id}
+   * @param value fingerprint or client id
+   * @param note operator note
+   * @param addedAt ISO time added
+   */
+  public record DenyEntry(String kind, String value, String note, String addedAt) {}
+
+  /**
+   * The deny list, ordered by time added.
+   *
+   * @return every entry
+   */
+  public Future<List<DenyEntry>> denyList() {
+    return read(c -> c.preparedQuery("SELECT kind, value, note, added_at FROM deny_list ORDER BY added_at, kind, value")
+        .execute(Tuple.tuple()))
+        .map(rows -> {
+          List<DenyEntry> out = new ArrayList<>(rows.size());
+          rows.forEach(r -> out.add(new DenyEntry(r.getString(0), r.getString(1), r.getString(2), r.getString(3))));
+          return out;
+        });
+  }
+
   @Override
   public void close() {
     pool.close();

@@ -1,6 +1,9 @@
 package io.mbxrelay.server;
 
+import io.mbxrelay.auth.AccountTokenAuthority;
 import io.mbxrelay.auth.ChallengeStore;
+import io.mbxrelay.auth.HopReplayCache;
+import io.mbxrelay.auth.JwksCache;
 import io.mbxrelay.auth.ClientAddress;
 import io.mbxrelay.auth.EnrolmentAuthority;
 import io.mbxrelay.auth.HostKeyChallengeAuthority;
@@ -15,6 +18,7 @@ import io.vertx.core.Future;
 import io.vertx.core.ThreadingModel;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.ArrayList;
@@ -121,13 +125,26 @@ public final class RelayServer implements AutoCloseable {
       ReadStore reads = ReadStore.open(vertx, store.file(), config.store().readPoolSize(),
           config.store().busyTimeoutMs());
       RelayConfig.Limits l = config.limits();
+      // ---- trust (issue 3): authority, issuer keys, replay cache, admin token ----
+      RelayConfig.Enrolment en = config.enrolment();
+      JwksCache jwks = null;
       EnrolmentAuthority authority = new HostKeyChallengeAuthority();
+      if (AccountTokenAuthority.NAME.equals(en.authority())) {
+        jwks = new JwksCache(options.clock(), en.jwksCacheLifetimeMs(), en.jwksUnknownKidMinIntervalMs());
+        authority = new AccountTokenAuthority(jwks, en.tokenIssuer(), en.relayUrl(), en.tokenMaxLifetimeMs(),
+            options.clock());
+        deployments.add(await(vertx.deployVerticle(new JwksRefreshVerticle(jwks, en.jwksUrl(), en.jwksRefreshMs()))));
+      }
+      String adminToken = config.admin().token();
+      TrustServices trust = new TrustServices(
+          new HopReplayCache(config.trust().replayCacheMaxEntries(), config.limits().hopWindowMs()),
+          adminToken == null || adminToken.isEmpty() ? null : adminToken.getBytes(StandardCharsets.UTF_8), jwks);
       RelayServices services = new RelayServices(config, relayKey, store.epoch(), version(), reads,
           new StoreClient(vertx, config.store().writerTimeoutMs()),
           new ChallengeStore(l.maxOpenChallenges(), l.challengeTtlMs()),
           new SlidingWindowLimiter(l.enrolCallsPerMinute(), 60_000, l.rateTableMaxKeys()),
           new SlidingWindowLimiter(l.pushRequestsPerMinute(), 60_000, l.rateTableMaxKeys()),
-          authority, options.clientAddress(), options.clock());
+          authority, options.clientAddress(), options.clock(), trust);
       deployments.add(await(vertx.deployVerticle(new HeartbeatVerticle(services.writes(),
           config.timers().heartbeatMs()))));
       ExpirySweepVerticle sweep = new ExpirySweepVerticle(services.writes(), config, relayKey, options.clock(),
@@ -190,6 +207,11 @@ public final class RelayServer implements AutoCloseable {
   /** What opening the store did (created, epoch rotated). */
   public SqliteRelayStore.OpenReport openReport() {
     return openReport;
+  }
+
+  /** Trust-side shared state: replay cache size for a gauge, issuer key cache (tests, metrics). */
+  public TrustServices trust() {
+    return services.trust();
   }
 
   /** The Vert.x instance (tests, metrics). */

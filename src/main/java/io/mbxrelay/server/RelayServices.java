@@ -25,6 +25,7 @@ import java.util.Objects;
  * @param authority the enrolment authority
  * @param clientAddress how the client address is found (trust proxy mode)
  * @param clock time source
+ * @param trust replay cache, admin token and issuer keys (issue 3)
  */
 public record RelayServices(
     RelayConfig config,
@@ -38,7 +39,8 @@ public record RelayServices(
     SlidingWindowLimiter pushRate,
     EnrolmentAuthority authority,
     ClientAddress clientAddress,
-    Clock clock) {
+    Clock clock,
+    TrustServices trust) {
 
   public RelayServices {
     Objects.requireNonNull(config);
@@ -53,5 +55,6 @@ public record RelayServices(
     Objects.requireNonNull(authority);
     Objects.requireNonNull(clientAddress);
     Objects.requireNonNull(clock);
+    Objects.requireNonNull(trust);
   }
 }

@@ -9,5 +9,7 @@ public enum EnrolOutcome {
   /** The key was revoked: 403 REVOKED; revocation is permanent. */
   REVOKED,
   /** Another live key of the same proven account carries the name: 409 NAME_TAKEN. */
-  NAME_TAKEN
+  NAME_TAKEN,
+  /** The key's fingerprint or the token's client id is on the deny list: 403 DENIED (seed 000 §8). */
+  DENIED
 }

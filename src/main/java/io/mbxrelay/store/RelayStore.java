@@ -15,8 +15,11 @@ import java.util.Optional;
  */
 public interface RelayStore extends AutoCloseable {
 
-  /** Current store schema version (wire.md §5: 2). */
-  int SCHEMA_VERSION = 2;
+  /**
+   * Current store schema version: 3 = the reference's 2 (wire.md §5) plus the deny list and enrolment clients tables
+   * (seed 000 §8 "Revocation"). A v2 store is migrated in place; the reference cannot open a v3 store.
+   */
+  int SCHEMA_VERSION = 3;
 
   /** The current epoch, a random UUID v4 string (wire.md §1). */
   String epoch();

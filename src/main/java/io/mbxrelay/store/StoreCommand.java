@@ -12,7 +12,10 @@ import java.util.OptionalLong;
  */
 public sealed interface StoreCommand<R>
     permits StoreCommand.Push, StoreCommand.Enrol, StoreCommand.Ack, StoreCommand.Heartbeat, StoreCommand.Probe,
-        StoreCommand.SweepBatch, StoreCommand.PruneDedup, StoreCommand.LogOp {
+        StoreCommand.SweepBatch, StoreCommand.PruneDedup, StoreCommand.LogOp,
+    // trust commands (issue 3): allowlist, enc-key ads, rotation, deny list
+    StoreCommand.PublishSenders, StoreCommand.PublishEncAdV1, StoreCommand.PublishEncAdV2, StoreCommand.Rotate,
+    StoreCommand.Deny, StoreCommand.Undeny {
 
   /**
    * Stores one pushed item for all its targets, all or nothing (wire.md §3 push v2, step 5 database checks and step
@@ -58,9 +61,16 @@ public sealed interface StoreCommand<R>
    * @param ownerFp unproven owner claim
    * @param account proven account or {@code null}
    * @param authorizedBy authority name or {@code null}
+   * @param clientId the account token's {@code client_id} (deny list key, seed 000 §8), or {@code null}
+   * @param org the account token's {@code org}, or {@code null}
    */
-  record Enrol(String hostName, String hostPubkey, String ownerFp, String account, String authorizedBy)
-      implements StoreCommand<EnrolOutcome> {}
+  record Enrol(String hostName, String hostPubkey, String ownerFp, String account, String authorizedBy,
+      String clientId, String org) implements StoreCommand<EnrolOutcome> {
+    /** An enrolment without a token client (host-key challenge, tests). */
+    public Enrol(String hostName, String hostPubkey, String ownerFp, String account, String authorizedBy) {
+      this(hostName, hostPubkey, ownerFp, account, authorizedBy, null, null);
+    }
+  }
 
   /**
    * Transport ack of a target's items (wire.md §3 ack v2).
@@ -112,4 +122,81 @@ public sealed interface StoreCommand<R>
    * @param receiptJson the receipt JSON text
    */
   record LogOp(String op, String receiptJson) implements StoreCommand<Boolean> {}
+
+  // ---- trust commands (issue 3). All run on the writer thread only, each in its own savepoint. ----
+
+  /**
+   * Stores a target's sender allowlist (wire.md §4.3) unless a list with the same or a newer {@code iat} is stored.
+   *
+   * @param targetPubkey the authenticated caller (= {@code list.host_pubkey})
+   * @param senders the listed sender keys, deduplicated, in first-seen order (≤ max_senders)
+   * @param iat {@code list.iat} as sent (an ISO time string)
+   * @param iatMs {@code iat} parsed, epoch ms (the stale check compares parsed times)
+   * @param record canonical JSON of the list as received
+   * @param sig the target's signature over {@code record}
+   */
+  record PublishSenders(String targetPubkey, List<String> senders, String iat, long iatMs, String record, String sig)
+      implements StoreCommand<SendersOutcome> {
+    public PublishSenders {
+      Objects.requireNonNull(targetPubkey);
+      senders = List.copyOf(senders);
+      Objects.requireNonNull(iat);
+      Objects.requireNonNull(record);
+      Objects.requireNonNull(sig);
+    }
+  }
+
+  /**
+   * Stores a v1 enc-key ad (wire.md §4.2), already verified. Result: {@code true}.
+   *
+   * @param hostPubkey the caller
+   * @param hostName the caller's enrolled name (the ad signs it)
+   * @param encPub the advertised key as sent (v1 does not validate it)
+   * @param sig the caller's signature over canonical {@code {v:1, host, enc_pub}}
+   */
+  record PublishEncAdV1(String hostPubkey, String hostName, String encPub, String sig)
+      implements StoreCommand<Boolean> {}
+
+  /**
+   * Stores a v2 enc-key ad record (wire.md §4.2), already verified. Result: {@code true}.
+   *
+   * @param hostPubkey the caller (= {@code ad.host_pubkey})
+   * @param record canonical JSON of the ad as received
+   * @param sig the caller's signature over {@code record}
+   */
+  record PublishEncAdV2(String hostPubkey, String record, String sig) implements StoreCommand<Boolean> {}
+
+  /**
+   * Applies a verified rotation record in one transaction (wire.md §4.4; seed 000 §2 "Rotation"): revoke the old key,
+   * upsert the new one with the old name, owner_fp and account, re-sequence the old queue under the new key (dedup
+   * rows follow), drop the old ads, move the old allowlist and swap old→new in other allowlists.
+   *
+   * @param oldPub the rotated (old) key, which must be live
+   * @param newPub the new key, which must not be revoked
+   * @param host {@code rec.host}, which must equal the old enrolment's stored name
+   */
+  record Rotate(String oldPub, String newPub, String host) implements StoreCommand<RotateOutcome> {}
+
+  /**
+   * Adds a deny-list entry and revokes every live enrolment it matches (seed 000 §8 "Revocation").
+   *
+   * @param kind {@code host_fp} or {@code client_id}
+   * @param value a canonical fingerprint ({@code xxxx-xxxx-xxxx-xxxx}) or a client id
+   * @param note free operator text (≤ 200 chars), stored, never logged
+   */
+  record Deny(String kind, String value, String note) implements StoreCommand<DenyOutcome> {
+    public Deny {
+      Objects.requireNonNull(kind);
+      Objects.requireNonNull(value);
+      note = note == null ? "" : note;
+    }
+  }
+
+  /**
+   * Removes a deny-list entry. Revocations it caused stay (revocation is permanent). Result: whether it existed.
+   *
+   * @param kind {@code host_fp} or {@code client_id}
+   * @param value the entry's value
+   */
+  record Undeny(String kind, String value) implements StoreCommand<Boolean> {}
 }

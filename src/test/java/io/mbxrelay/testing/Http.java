@@ -51,6 +51,24 @@ public final class Http {
     return key.signB64(text.getBytes(StandardCharsets.UTF_8));
   }
 
+  /** Unsigned request with extra headers. */
+  public static Resp sendHeaders(String base, String method, String pathAndQuery, String body,
+      java.util.Map<String, String> headers) throws Exception {
+    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + pathAndQuery)).timeout(Duration.ofSeconds(30))
+        .header("content-type", "application/json")
+        .method(method, body == null ? HttpRequest.BodyPublishers.noBody()
+            : HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8));
+    headers.forEach(b::header);
+    HttpResponse<String> r = CLIENT.send(b.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+    JsonNode json = null;
+    try {
+      json = Json.parse(r.body());
+    } catch (RuntimeException ignored) {
+      // not JSON
+    }
+    return new Resp(r.statusCode(), r.body(), json);
+  }
+
   /** Fully controlled request. Null headers are not sent. */
   public static Resp send(String base, String method, String pathAndQuery, String body, String key, String host,
       String ts, String sig) throws Exception {

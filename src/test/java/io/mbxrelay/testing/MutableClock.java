@@ -12,11 +12,24 @@ public final class MutableClock extends Clock {
   private final AtomicLong millis;
 
   public MutableClock(Instant start) {
-    this.millis = new AtomicLong(start.toEpochMilli());
+    this(start.toEpochMilli());
+  }
+
+  public MutableClock(long startMs) {
+    this.millis = new AtomicLong(startMs);
+  }
+
+  /** Starts at the real time now, so hops signed with the real clock stay fresh until the test advances far. */
+  public static MutableClock now() {
+    return new MutableClock(System.currentTimeMillis());
   }
 
   public void advance(Duration d) {
     millis.addAndGet(d.toMillis());
+  }
+
+  public void advance(long deltaMs) {
+    millis.addAndGet(deltaMs);
   }
 
   @Override

@@ -40,8 +40,13 @@ public final class RelayHarness implements AutoCloseable {
    */
   public static RelayHarness start(Path dir, Map<String, String> env, Clock clock, Ed25519KeyPair key)
       throws Exception {
-    return start(dir, env, key, new RelayServer.Options(0, "127.0.0.1", dir, ClientAddress.SOCKET, CrashPoint.NONE,
-        clock));
+    return start(dir, env, clock, key, ClientAddress.SOCKET);
+  }
+
+  /** Starts a relay with a trust-proxy mode. */
+  public static RelayHarness start(Path dir, Map<String, String> env, Clock clock, Ed25519KeyPair key,
+      ClientAddress mode) throws Exception {
+    return start(dir, env, key, new RelayServer.Options(0, "127.0.0.1", dir, mode, CrashPoint.NONE, clock));
   }
 
   /** Starts a relay with explicit server options (their port, bind and store dir are used as given). */

@@ -22,6 +22,17 @@ final class Migrations {
     if (from == 1) {
       v1ToV2(conn);
     }
+    if (from <= 2) {
+      v2ToV3(conn);
+    }
+  }
+
+  /** v2 → v3 (trust): adds the deny list and the enrolment clients tables; no existing row changes. */
+  private static void v2ToV3(Connection conn) throws SQLException {
+    try (Statement st = conn.createStatement()) {
+      st.execute(Schema.DENY_LIST.replace("CREATE TABLE ", "CREATE TABLE IF NOT EXISTS "));
+      st.execute(Schema.ENROLMENT_CLIENTS.replace("CREATE TABLE ", "CREATE TABLE IF NOT EXISTS "));
+    }
   }
 
   /**

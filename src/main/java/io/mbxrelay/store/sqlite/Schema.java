@@ -13,6 +13,21 @@ import java.util.List;
 final class Schema {
   private Schema() {}
 
+  /**
+   * v3: operator deny list. {@code kind} is {@code host_fp} (wire.md §1 fingerprint) or {@code client_id} (account
+   * token claim); entries are kept until an operator removes them.
+   */
+  static final String DENY_LIST = "CREATE TABLE deny_list(kind TEXT NOT NULL, value TEXT NOT NULL,"
+      + " note TEXT NOT NULL, added_at TEXT NOT NULL, PRIMARY KEY(kind, value))";
+
+  /**
+   * v3: the account-token {@code client_id} and {@code org} an enrolment was granted with, so a {@code client_id}
+   * deny entry finds its enrolments. A separate table rather than new {@code enrolments} columns keeps the
+   * reference's enrolment row shape (and every reader of it) unchanged.
+   */
+  static final String ENROLMENT_CLIENTS = "CREATE TABLE enrolment_clients(host_pubkey TEXT PRIMARY KEY,"
+      + " client_id TEXT NOT NULL, org TEXT, at TEXT NOT NULL)";
+
   /** DDL of the current version, in order. */
   static final List<String> CURRENT = List.of(
       "CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL)",
@@ -41,7 +56,11 @@ final class Schema {
       "CREATE TABLE sender_lists(target_pubkey TEXT PRIMARY KEY, senders TEXT NOT NULL, iat TEXT NOT NULL,"
           + " record TEXT NOT NULL, sig TEXT NOT NULL)",
       "CREATE TABLE ops(id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, op TEXT NOT NULL,"
-          + " receipt TEXT NOT NULL)");
+          + " receipt TEXT NOT NULL)",
+      // ---- v3 (trust): deny list and the token client of an enrolment (seed 000 §8 "Revocation") ----
+      DENY_LIST,
+      ENROLMENT_CLIENTS);
+
 
   /**
    * Queue usage counters kept by triggers on {@code items}, so quota checks and queue gauges read one row instead of

@@ -283,7 +283,7 @@ public final class SqliteOps {
 
   /**
    * Restores a backup (wire.md §5 "Ops", seed 000 §5): refused while a relay holds the lock; keeps the live store as
-   * {@code rollback/relay-<ts>.db}; carries into the restored copy every revocation, newer sender lists, newer v1
+   * {@code rollback/relay-<ts>.db}; carries into the restored copy every revocation and deny-list entry, newer sender lists, newer v1
    * ads and v2 ad records, higher seq floors and the ops log; rotates the epoch; heartbeat = now; records
    * {@code restored}/{@code restored_paths}; logs op {@code restore}; renames it over {@code relay.db}.
    *
@@ -509,6 +509,7 @@ public final class SqliteOps {
           + " SELECT target_pubkey, next_seq FROM cur.seqs WHERE true"
           + " ON CONFLICT(target_pubkey) DO UPDATE SET next_seq = excluded.next_seq"
           + " WHERE excluded.next_seq > seqs.next_seq"));
+      carried.put("deny_entries", st.executeUpdate("INSERT OR IGNORE INTO deny_list SELECT * FROM cur.deny_list"));
       st.executeUpdate("DELETE FROM ops");
       st.executeUpdate("INSERT INTO ops(id, at, op, receipt) SELECT id, at, op, receipt FROM cur.ops");
     }

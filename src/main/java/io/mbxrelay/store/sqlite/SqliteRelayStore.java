@@ -57,6 +57,7 @@ public final class SqliteRelayStore implements RelayStore {
   private final String relayPubkey;
   private volatile String epoch;
   private CommitHook hook = (c, done) -> {};
+  private final TrustCommands trust;
 
   private SqliteRelayStore(Path file, Connection conn, Clock clock, RelayConfig.Limits limits, String relayPubkey,
       String epoch) {
@@ -66,6 +67,7 @@ public final class SqliteRelayStore implements RelayStore {
     this.limits = limits;
     this.relayPubkey = relayPubkey;
     this.epoch = epoch;
+    this.trust = new TrustCommands(this, conn, clock);
   }
 
   /** What {@link #open} did to the epoch, for the startup log line. */
@@ -451,6 +453,10 @@ public final class SqliteRelayStore implements RelayStore {
         return rs.next();
       }
     }
+    Object trustResult = trust.run(command); // allowlist, enc-key ads, rotation, deny list (TrustCommands)
+    if (trustResult != null) {
+      return trustResult;
+    }
     throw new IllegalArgumentException("unknown command " + command.getClass().getName());
   }
 
@@ -776,6 +782,9 @@ public final class SqliteRelayStore implements RelayStore {
     if (existing.isPresent() && !existing.get().live()) {
       return EnrolOutcome.REVOKED;
     }
+    if (trust.denied(e.hostPubkey(), e.clientId())) {
+      return EnrolOutcome.DENIED;
+    }
     if (existing.isEmpty()) {
       long live = sums("SELECT count(*), 0 FROM enrolments WHERE revoked_at IS NULL")[0];
       if (live >= limits.maxEnrolments()) {
@@ -813,6 +822,7 @@ public final class SqliteRelayStore implements RelayStore {
       ps.setString(6, IsoTime.format(clock.millis()));
       ps.executeUpdate();
     }
+    trust.recordClient(e.hostPubkey(), e.clientId(), e.org());
     return EnrolOutcome.OK;
   }
 
@@ -900,6 +910,16 @@ public final class SqliteRelayStore implements RelayStore {
     } catch (SQLException ignored) {
       // closing
     }
+  }
+
+  /** {@link TrustCommands}' view of an enrolment row (writer thread only). */
+  Optional<Enrolment> enrolmentRowForTrust(String key) throws SQLException {
+    return enrolmentRow(key);
+  }
+
+  /** {@link TrustCommands}' seq allocation: the same rule as a push (writer thread only). */
+  long allocateSeqForTrust(String target, long nowMs) throws SQLException {
+    return allocateSeq(target, nowMs);
   }
 
   /** Package-private access for migrations and tests of this package. */

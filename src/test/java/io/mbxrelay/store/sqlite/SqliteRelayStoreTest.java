@@ -45,7 +45,7 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
   }
 
   @Test
-  void a_new_store_uses_wal_with_a_uuid_epoch_and_schema_version_2(@TempDir Path d) throws Exception {
+  void a_new_store_uses_wal_with_a_uuid_epoch_and_the_current_schema_version(@TempDir Path d) throws Exception {
     try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, Clock.systemUTC(), defaults(), 5000, 600_000)) {
       assertThat(s.epoch()).matches("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
       assertThat(s.openReport().created()).isTrue();
@@ -59,7 +59,7 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
         assertThat(rs.getInt(1)).isEqualTo(1);
         rs = st.executeQuery("SELECT v FROM meta WHERE k='schema_version'");
         rs.next();
-        assertThat(rs.getString(1)).isEqualTo("2");
+        assertThat(rs.getString(1)).isEqualTo("3");
       }
     }
   }
@@ -91,11 +91,11 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
     SqliteRelayStore.open(d, relayKey, Clock.systemUTC(), defaults(), 5000, 600_000).close();
     try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + d.resolve("relay.db"));
         Statement st = c.createStatement()) {
-      st.executeUpdate("UPDATE meta SET v='3' WHERE k='schema_version'");
+      st.executeUpdate("UPDATE meta SET v='4' WHERE k='schema_version'");
     }
     assertThatThrownBy(() -> SqliteRelayStore.open(d, relayKey, Clock.systemUTC(), defaults(), 5000, 600_000))
         .isInstanceOf(StoreOpenException.class)
-        .hasMessageContaining("schema version 3 is newer than this binary supports (2)");
+        .hasMessageContaining("schema version 4 is newer than this binary supports (3)");
   }
 
   @Test
@@ -144,11 +144,44 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
         assertThat(rs.getString(3)).as("history of unknown origin never expires (expiry_from)").isNull();
         rs = st.executeQuery("SELECT v FROM meta WHERE k='schema_version'");
         rs.next();
-        assertThat(rs.getString(1)).isEqualTo("2");
+        assertThat(rs.getString(1)).isEqualTo("3");
         rs = st.executeQuery("SELECT count(*) FROM sqlite_master WHERE name='enrolments_name_unique'");
         rs.next();
         assertThat(rs.getInt(1)).isZero();
       }
+    }
+  }
+
+  @Test
+  void a_version_2_store_is_migrated_to_3_adding_the_deny_list_and_keeping_every_row(@TempDir Path d) throws Exception {
+    try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, Clock.systemUTC(), defaults(), 5000, 0)) {
+      s.execute(new io.mbxrelay.store.StoreCommand.Enrol("beta", b, "", "acct", "jwt"));
+    }
+    // turn it back into the v2 shape the reference writes: no trust tables, schema_version 2
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + d.resolve("relay.db"));
+        Statement st = c.createStatement()) {
+      st.execute("DROP TABLE deny_list");
+      st.execute("DROP TABLE enrolment_clients");
+      st.executeUpdate("UPDATE meta SET v='2' WHERE k='schema_version'");
+    }
+    String epoch;
+    try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, Clock.systemUTC(), defaults(), 5000, 0)) {
+      epoch = s.epoch();
+      assertThat(s.enrolment(b).orElseThrow().account()).isEqualTo("acct");
+      try (Statement st = s.connection().createStatement()) {
+        ResultSet rs = st.executeQuery("SELECT v FROM meta WHERE k='schema_version'");
+        rs.next();
+        assertThat(rs.getString(1)).isEqualTo("3");
+        rs = st.executeQuery("SELECT count(*) FROM sqlite_master WHERE name IN ('deny_list','enrolment_clients')");
+        rs.next();
+        assertThat(rs.getInt(1)).isEqualTo(2);
+      }
+      assertThat(s.execute(new io.mbxrelay.store.StoreCommand.Deny("host_fp",
+          io.mbxrelay.crypto.Fingerprint.ofB64(b), "test")).revoked()).isEqualTo(1);
+    }
+    try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, Clock.systemUTC(), defaults(), 5000, 0)) {
+      assertThat(s.epoch()).as("a migration keeps the epoch").isEqualTo(epoch);
+      assertThat(s.enrolment(b).orElseThrow().live()).isFalse();
     }
   }
 

@@ -1,0 +1,193 @@
+package io.mbxrelay.auth;
+
+import com.nimbusds.jose.jwk.JWK;
+import com.nimbusds.jose.jwk.JWKSet;
+import java.time.Clock;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The account issuer's signing keys, cached by {@code kid} (seed 000 §8): replaced as a whole on every successful
+ * fetch (so a key that leaves the JWKS stops verifying at once), refreshed on a timer by the
+ * {@code JwksRefreshVerticle} and on an unknown {@code kid} at most once per {@code unknownKidMinIntervalMs}. When
+ * the JWKS cannot be fetched, the keys of the last successful fetch serve for {@code lifetimeMs}; after that
+ * {@link #lookup} answers {@link Lookup#UNAVAILABLE} and new enrolments fail closed. Enrolled hosts are never asked
+ * for a token again (hops are signed by the host key), so they keep working.
+ *
+ * <p>Thread-safe: state is guarded by {@code this}; a fetch in flight is shared by every caller that asks meanwhile.
+ * Never blocks: the fetch itself is the {@link Fetcher}'s (the verticle's non-blocking WebClient).
+ */
+public final class JwksCache {
+  private static final Logger LOG = LoggerFactory.getLogger(JwksCache.class);
+
+  /** Fetches the JWKS document. */
+  @FunctionalInterface
+  public interface Fetcher {
+    /**
+     * Starts one fetch.
+     *
+     * @return the JWKS JSON text; fails on any transport error or non-200 answer
+     */
+    CompletionStage<String> fetch();
+  }
+
+  /** What {@link #lookup} found. */
+  public enum Lookup {
+    /** The kid is cached and the cache is within its lifetime. */
+    FOUND,
+    /** The cache is usable but has no such kid. */
+    UNKNOWN,
+    /** Never fetched, or the last successful fetch is older than the lifetime: fail closed. */
+    UNAVAILABLE
+  }
+
+  private final Clock clock;
+  private final long lifetimeMs;
+  private final long unknownKidMinIntervalMs;
+  private Fetcher fetcher;
+  private Map<String, JWK> keys = Map.of();
+  private long lastSuccessMs = Long.MIN_VALUE;
+  private long lastUnknownKidFetchMs = Long.MIN_VALUE;
+  private long fetches;
+  private CompletableFuture<Boolean> inFlight;
+
+  /**
+   * @param clock time source (tests inject one to step past the intervals)
+   * @param lifetimeMs how long the last successful fetch serves (seed 000 §8: 1 h)
+   * @param unknownKidMinIntervalMs least time between unknown-kid refreshes (seed 000 §8: 1 min)
+   */
+  public JwksCache(Clock clock, long lifetimeMs, long unknownKidMinIntervalMs) {
+    this.clock = Objects.requireNonNull(clock);
+    this.lifetimeMs = lifetimeMs;
+    this.unknownKidMinIntervalMs = unknownKidMinIntervalMs;
+  }
+
+  /**
+   * Installs the fetcher (the refresh verticle does this when it starts).
+   *
+   * @param fetcher the fetcher
+   */
+  public synchronized void fetcher(Fetcher fetcher) {
+    this.fetcher = Objects.requireNonNull(fetcher);
+  }
+
+  /**
+   * Looks a key up.
+   *
+   * @param kid the token's {@code kid}
+   * @return whether it is usable
+   */
+  public synchronized Lookup lookup(String kid) {
+    if (lastSuccessMs == Long.MIN_VALUE || clock.millis() - lastSuccessMs > lifetimeMs) {
+      return Lookup.UNAVAILABLE;
+    }
+    return keys.containsKey(kid) ? Lookup.FOUND : Lookup.UNKNOWN;
+  }
+
+  /**
+   * The cached key of a {@code kid}; only meaningful after {@link #lookup} said {@link Lookup#FOUND}.
+   *
+   * @param kid the kid
+   * @return the public JWK or null
+   */
+  public synchronized JWK key(String kid) {
+    return keys.get(kid);
+  }
+
+  /**
+   * A refresh asked for by an unknown (or unusable) {@code kid}: fetches unless one was started for that reason less
+   * than {@code unknownKidMinIntervalMs} ago.
+   *
+   * @return true when a fetch ran and succeeded; false when skipped or failed
+   */
+  public CompletionStage<Boolean> refreshForUnknownKid() {
+    synchronized (this) {
+      long now = clock.millis();
+      if (lastUnknownKidFetchMs != Long.MIN_VALUE && now - lastUnknownKidFetchMs < unknownKidMinIntervalMs) {
+        return CompletableFuture.completedFuture(false);
+      }
+      lastUnknownKidFetchMs = now;
+    }
+    return refresh();
+  }
+
+  /**
+   * Fetches the JWKS now (timer or unknown kid); a fetch already in flight is joined, not repeated.
+   *
+   * @return true when the fetch succeeded and replaced the keys; never fails
+   */
+  public CompletionStage<Boolean> refresh() {
+    Fetcher f;
+    CompletableFuture<Boolean> result;
+    synchronized (this) {
+      if (inFlight != null) {
+        return inFlight;
+      }
+      f = fetcher;
+      if (f == null) {
+        return CompletableFuture.completedFuture(false);
+      }
+      result = new CompletableFuture<>();
+      inFlight = result;
+      fetches++;
+    }
+    CompletionStage<String> stage;
+    try {
+      stage = f.fetch();
+    } catch (RuntimeException e) {
+      stage = CompletableFuture.failedFuture(e);
+    }
+    stage.whenComplete((text, err) -> {
+      boolean ok = false;
+      if (err == null) {
+        try {
+          install(JWKSet.parse(text));
+          ok = true;
+        } catch (java.text.ParseException | RuntimeException e) {
+          LOG.warn("jwks refused [error: {}]", e.getClass().getSimpleName());
+        }
+      } else {
+        LOG.warn("jwks fetch failed [error: {}]", err.getClass().getSimpleName());
+      }
+      synchronized (this) {
+        inFlight = null;
+      }
+      result.complete(ok);
+    });
+    return result;
+  }
+
+  private void install(JWKSet set) {
+    Map<String, JWK> next = new HashMap<>();
+    for (JWK k : set.getKeys()) {
+      // Only public signing keys with a kid; a private member in the set is never used (toPublicJWK drops it).
+      if (k.getKeyID() == null || (k.getKeyUse() != null && !"sig".equals(k.getKeyUse().identifier()))) {
+        continue;
+      }
+      JWK pub = k.toPublicJWK();
+      if (pub != null) {
+        next.put(k.getKeyID(), pub);
+      }
+    }
+    synchronized (this) {
+      keys = Map.copyOf(next);
+      lastSuccessMs = clock.millis();
+    }
+    LOG.debug("jwks installed [keys: {}]", next.size());
+  }
+
+  /** Fetches started since creation (tests, metrics). */
+  public synchronized long fetches() {
+    return fetches;
+  }
+
+  /** Keys cached right now. */
+  public synchronized int size() {
+    return keys.size();
+  }
+}

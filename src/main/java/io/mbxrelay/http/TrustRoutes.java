@@ -1,0 +1,365 @@
+package io.mbxrelay.http;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.mbxrelay.crypto.Ed25519;
+import io.mbxrelay.server.ReadStore;
+import io.mbxrelay.server.RelayServices;
+import io.mbxrelay.store.DenyKey;
+import io.mbxrelay.store.Enrolment;
+import io.mbxrelay.store.RotateOutcome;
+import io.mbxrelay.store.SendersOutcome;
+import io.mbxrelay.store.StoreCommand;
+import io.mbxrelay.wire.B64;
+import io.mbxrelay.wire.CanonicalJson;
+import io.mbxrelay.wire.IsoTime;
+import io.mbxrelay.wire.Json;
+import io.vertx.core.Future;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * The trust endpoints (issue 3), mounted by {@link RelayRoutes} at their places in the routing order (wire.md §3):
+ * before hop auth the unsigned, self-authenticating {@code POST /v2/relay/rotate} (§4.4, per-address window, 8 KiB)
+ * and the admin deny list ({@code /admin/deny}, bearer token; without a valid token the request falls through to hop
+ * auth and is answered exactly like any unknown path: 401 {@code bad relay hop}); after hop auth
+ * {@code POST /v2/relay/senders} (§4.3) and the enc-key ads v1/v2 (§4.2). Safe on any event loop.
+ */
+final class TrustRoutes {
+  private static final Pattern ENC_PUB_RE = Pattern.compile("^[A-Za-z0-9+/]{43}=$");
+  private static final long FUTURE_SKEW_MS = 5 * 60_000L;
+  private static final long MAX_AD_LIFETIME_MS = 90L * 86_400_000L;
+  private static final RelayError UNKNOWN_HOST = new RelayError(404, "unknown host", null);
+
+  private final RelayServices s;
+  private final RelayRoutes core;
+
+  TrustRoutes(RelayServices services, RelayRoutes core) {
+    this.s = Objects.requireNonNull(services);
+    this.core = Objects.requireNonNull(core);
+  }
+
+  void mountBeforeHop(Router r) {
+    r.post("/v2/relay/rotate").handler(this::rotate);
+    r.route("/admin/deny").handler(this::admin);
+  }
+
+  void mountSigned(Router r) {
+    r.post("/v2/relay/senders").handler(this::senders);
+    r.post("/v1/relay/enc-key").handler(this::encKeyV1);
+    r.post("/v2/relay/enc-key").handler(this::encKeyV2);
+    r.get("/v1/relay/enc-key").handler(this::encKeyGet);
+    r.get("/v2/relay/enc-key").handler(this::encKeyGet);
+  }
+
+  private static ObjectNode okTrue() {
+    return Json.MAPPER.createObjectNode().put("ok", true);
+  }
+
+  private static String text(JsonNode n) {
+    return n != null && n.isTextual() ? n.textValue() : null;
+  }
+
+  // ---- sender allowlist (wire.md §4.3) ----
+
+  private void senders(RoutingContext ctx) {
+    Enrolment caller = ctx.get(RelayRoutes.CALLER);
+    ObjectNode body = RelayRoutes.bodyObject(ctx);
+    JsonNode list = body.get("list");
+    RelayError bad = RelayError.badRequest("bad sender list");
+    if (list == null || !list.isObject() || !list.path("v").isNumber() || list.path("v").doubleValue() != 1
+        || !"relay-senders".equals(text(list.get("type"))) || !caller.hostPubkey().equals(text(list.get("host_pubkey")))
+        || !list.path("senders").isArray() || list.get("senders").size() > s.config().limits().maxSenders()) {
+      throw bad;
+    }
+    String iat = text(list.get("iat"));
+    OptionalLong iatMs = IsoTime.parse(iat);
+    if (iatMs.isEmpty()) {
+      throw bad;
+    }
+    Set<String> senders = new LinkedHashSet<>();
+    for (JsonNode k : list.get("senders")) {
+      if (!k.isTextual() || !B64.isPubkey(k.textValue())) {
+        throw bad;
+      }
+      senders.add(k.textValue());
+    }
+    if (iatMs.getAsLong() > core.now() + FUTURE_SKEW_MS) {
+      throw RelayError.badRequest("sender list iat is in the future");
+    }
+    String sig = text(body.get("sig"));
+    byte[] record = CanonicalJson.canonicalBytes(list);
+    if (sig == null || !Ed25519.verify(caller.hostPubkey(), record, sig)) {
+      throw new RelayError(401, "sender list is not signed by the target", null);
+    }
+    s.writes().send(new StoreCommand.PublishSenders(caller.hostPubkey(), new ArrayList<>(senders), iat,
+        iatMs.getAsLong(), CanonicalJson.canonicalize(list), sig)).onSuccess(outcome -> {
+          if (outcome == SendersOutcome.STORED) {
+            RelayRoutes.ok(ctx, okTrue());
+          } else {
+            ctx.fail(new RelayError(409, "a newer sender list is already stored", null));
+          }
+        }).onFailure(ctx::fail);
+  }
+
+  // ---- enc-key ads (wire.md §4.2) ----
+
+  private void encKeyV1(RoutingContext ctx) {
+    Enrolment caller = ctx.get(RelayRoutes.CALLER);
+    ObjectNode body = RelayRoutes.bodyObject(ctx);
+    JsonNode encPub = body.get("enc_pub");
+    JsonNode sig = body.get("sig");
+    if (!RelayRoutes.truthy(encPub) || !RelayRoutes.truthy(sig)) {
+      throw RelayError.badRequest("enc_pub and sig required");
+    }
+    JsonNode host = body.get("host");
+    if (host != null && !host.isNull() && !caller.hostName().equals(text(host))) {
+      throw new RelayError(401, "host mismatch", null);
+    }
+    ObjectNode rec = Json.MAPPER.createObjectNode();
+    rec.put("v", 1);
+    rec.put("host", caller.hostName());
+    rec.set("enc_pub", encPub);
+    if (!sig.isTextual() || !Ed25519.verify(caller.hostPubkey(), CanonicalJson.canonicalBytes(rec), sig.textValue())) {
+      throw new RelayError(401, "bad enc-key signature", null);
+    }
+    String enc = encPub.isTextual() ? encPub.textValue() : CanonicalJson.canonicalize(encPub);
+    s.writes().send(new StoreCommand.PublishEncAdV1(caller.hostPubkey(), caller.hostName(), enc, sig.textValue()))
+        .onSuccess(v -> RelayRoutes.ok(ctx, okTrue())).onFailure(ctx::fail);
+  }
+
+  private static RelayError adRefused(String reason) {
+    return RelayError.badRequest("enc-key ad refused: " + reason);
+  }
+
+  private void encKeyV2(RoutingContext ctx) {
+    Enrolment caller = ctx.get(RelayRoutes.CALLER);
+    ObjectNode body = RelayRoutes.bodyObject(ctx);
+    String sig = text(body.get("sig"));
+    if (sig == null || sig.isEmpty()) {
+      throw adRefused("unsigned");
+    }
+    JsonNode ad = body.get("ad");
+    if (ad == null || !ad.isObject() || !ad.path("v").isNumber() || ad.path("v").doubleValue() != 2
+        || !"enc-ad".equals(text(ad.get("type")))) {
+      throw adRefused("malformed");
+    }
+    String host = text(ad.get("host"));
+    String hostPub = text(ad.get("host_pubkey"));
+    String encPub = text(ad.get("enc_pub"));
+    String iat = text(ad.get("iat"));
+    String exp = text(ad.get("exp"));
+    if (host == null || hostPub == null || encPub == null || iat == null || exp == null || host.length() > 255
+        || iat.length() > 40 || exp.length() > 40 || !ENC_PUB_RE.matcher(encPub).matches()
+        || B64.decodeLenient(encPub).map(b -> b.length != 32).orElse(true)) {
+      throw adRefused("malformed");
+    }
+    if (!hostPub.equals(caller.hostPubkey()) || !host.equals(caller.hostName())) {
+      throw adRefused("wrong peer");
+    }
+    if (!Ed25519.verify(caller.hostPubkey(), CanonicalJson.canonicalBytes(ad), sig)) {
+      throw adRefused("bad signature");
+    }
+    OptionalLong iatMs = IsoTime.parse(iat);
+    OptionalLong expMs = IsoTime.parse(exp);
+    if (iatMs.isEmpty() || expMs.isEmpty()) {
+      throw adRefused("malformed");
+    }
+    long now = core.now();
+    if (iatMs.getAsLong() > now + FUTURE_SKEW_MS) {
+      throw adRefused("not yet valid");
+    }
+    if (expMs.getAsLong() <= now) {
+      throw adRefused("expired");
+    }
+    if (expMs.getAsLong() - iatMs.getAsLong() > MAX_AD_LIFETIME_MS) {
+      throw adRefused("lifetime over the maximum");
+    }
+    s.writes().send(new StoreCommand.PublishEncAdV2(caller.hostPubkey(), CanonicalJson.canonicalize(ad), sig))
+        .onSuccess(v -> RelayRoutes.ok(ctx, okTrue())).onFailure(ctx::fail);
+  }
+
+  private void encKeyGet(RoutingContext ctx) {
+    Enrolment caller = ctx.get(RelayRoutes.CALLER);
+    String pubkey = ctx.queryParams().get("pubkey");
+    String host = ctx.queryParams().get("host");
+    Future<Optional<String>> key;
+    if (pubkey != null && !pubkey.isEmpty()) {
+      key = Future.succeededFuture(Optional.of(pubkey));
+    } else if (host != null && !host.isEmpty()) {
+      key = resolveName(host, caller);
+    } else {
+      key = Future.succeededFuture(Optional.empty());
+    }
+    key.compose(k -> k.isEmpty() ? Future.succeededFuture(Optional.<ReadStore.EncAds>empty()) : s.reads().encAds(k.get()))
+        .onSuccess(found -> {
+          if (found.isEmpty() || (found.get().v1EncPub() == null && found.get().v2Record() == null)) {
+            ctx.fail(UNKNOWN_HOST);
+            return;
+          }
+          ReadStore.EncAds a = found.get();
+          JsonNode rec = null;
+          if (a.v2Record() != null) {
+            try {
+              rec = Json.parse(a.v2Record());
+            } catch (IllegalArgumentException e) {
+              rec = null;
+            }
+          }
+          ObjectNode out = Json.MAPPER.createObjectNode();
+          out.put("host", a.hostName());
+          out.put("host_pubkey", a.hostPubkey());
+          if (a.v1EncPub() != null) {
+            out.put("enc_pub", a.v1EncPub());
+            out.put("sig", a.v1Sig());
+          } else if (rec != null && rec.path("enc_pub").isTextual()) {
+            out.put("enc_pub", rec.get("enc_pub").textValue());
+          }
+          if (rec != null) {
+            out.set("ad", rec);
+            out.put("ad_sig", a.v2Sig());
+          }
+          RelayRoutes.ok(ctx, out);
+        }).onFailure(ctx::fail);
+  }
+
+  /** wire.md §4.6 v1 name resolution with the caller as viewer; empty when unknown or ambiguous. */
+  private Future<Optional<String>> resolveName(String name, Enrolment viewer) {
+    int maxPerName = s.config().limits().maxPerName();
+    return s.reads().liveByName(name, maxPerName + 1).map(list -> {
+      if (list.size() > maxPerName || list.isEmpty()) {
+        return Optional.empty();
+      }
+      if (list.size() == 1) {
+        return Optional.of(list.get(0).hostPubkey());
+      }
+      if (viewer.account() != null) {
+        List<Enrolment> same = list.stream().filter(e -> viewer.account().equals(e.account())).toList();
+        if (same.size() == 1) {
+          return Optional.of(same.get(0).hostPubkey());
+        }
+      }
+      return Optional.empty();
+    });
+  }
+
+  // ---- rotation (wire.md §4.4) ----
+
+  private static RelayError badRotation(String text) {
+    return RelayError.badRequest(text);
+  }
+
+  private void rotate(RoutingContext ctx) {
+    if (core.rateLimited(ctx)) {
+      return;
+    }
+    ObjectNode body = RelayRoutes.bodyObject(ctx);
+    JsonNode rotation = body.get("rotation");
+    JsonNode rec = rotation != null && rotation.isObject() ? rotation.get("rec") : null;
+    String oldPub = rec != null && rec.isObject() ? text(rec.get("old_pub")) : null;
+    Future<Optional<Enrolment>> old = oldPub == null ? Future.succeededFuture(Optional.empty())
+        : s.reads().enrolment(oldPub);
+    old.onSuccess(o -> {
+      if (o.isEmpty() || !o.get().live()) {
+        ctx.fail(new RelayError(404, "the rotated key is not enrolled here", null));
+        return;
+      }
+      Enrolment e = o.get();
+      String oldSig = text(rotation.get("old_sig"));
+      String newSig = text(rotation.get("new_sig"));
+      String newPub = text(rec.get("new_pub"));
+      String host = text(rec.get("host"));
+      if (!rec.path("v").isNumber() || rec.path("v").doubleValue() != 1
+          || !"host-rotation".equals(text(rec.get("type"))) || host == null || newPub == null
+          || text(rec.get("iat")) == null || oldSig == null || newSig == null) {
+        ctx.fail(badRotation("not a rotation record"));
+        return;
+      }
+      if (!e.hostPubkey().equals(oldPub)) {
+        ctx.fail(badRotation("rotation does not start from the pinned host key"));
+        return;
+      }
+      if (newPub.equals(oldPub)) {
+        ctx.fail(badRotation("rotation keeps the same host key"));
+        return;
+      }
+      byte[] signed = CanonicalJson.canonicalBytes(rec);
+      if (!Ed25519.verify(oldPub, signed, oldSig)) {
+        ctx.fail(badRotation("rotation is not signed by the pinned host key"));
+        return;
+      }
+      if (!Ed25519.verify(newPub, signed, newSig)) {
+        ctx.fail(badRotation("rotation is not signed by the new host key"));
+        return;
+      }
+      if (!host.equals(e.hostName()) || !B64.isPubkey(newPub)) {
+        ctx.fail(badRotation("rotation names another host"));
+        return;
+      }
+      s.writes().send(new StoreCommand.Rotate(oldPub, newPub, host)).onSuccess(outcome -> {
+        if (outcome instanceof RotateOutcome.Moved m) {
+          RelayRoutes.ok(ctx, Json.MAPPER.createObjectNode().put("moved", m.moved()));
+        } else if (outcome instanceof RotateOutcome.NotEnrolled) {
+          ctx.fail(new RelayError(404, "the rotated key is not enrolled here", null));
+        } else if (outcome instanceof RotateOutcome.NamesAnotherHost) {
+          ctx.fail(badRotation("rotation names another host"));
+        } else {
+          ctx.fail(new RelayError(409, "the new key was revoked here", null));
+        }
+      }).onFailure(ctx::fail);
+    }).onFailure(ctx::fail);
+  }
+
+  // ---- admin deny list (seed 000 §8 "Revocation"; docs/deny-list.md) ----
+
+  private void admin(RoutingContext ctx) {
+    if (!s.trust().adminAuthorized(ctx.request().getHeader("authorization"))) {
+      ctx.next(); // indistinguishable from an unknown path: hop auth answers 401 bad relay hop
+      return;
+    }
+    HttpMethod m = ctx.request().method();
+    if (m == HttpMethod.GET) {
+      s.reads().denyList().onSuccess(list -> {
+        ObjectNode out = Json.MAPPER.createObjectNode();
+        var arr = out.putArray("entries");
+        for (ReadStore.DenyEntry d : list) {
+          arr.addObject().put("kind", d.kind()).put("value", d.value()).put("note", d.note())
+              .put("added_at", d.addedAt());
+        }
+        RelayRoutes.ok(ctx, out);
+      }).onFailure(ctx::fail);
+      return;
+    }
+    if (m != HttpMethod.POST && m != HttpMethod.DELETE) {
+      throw new RelayError(405, "method not allowed", null);
+    }
+    ObjectNode body = RelayRoutes.bodyObject(ctx);
+    Optional<DenyKey> entry = DenyKey.of(text(body.get("kind")), text(body.get("value")));
+    if (entry.isEmpty()) {
+      throw RelayError.badRequest("bad deny entry: kind must be host_fp or client_id with a valid value");
+    }
+    String note = text(body.get("note"));
+    if (note != null && note.length() > 200) {
+      throw RelayError.badRequest("bad deny entry: note over 200 characters");
+    }
+    String kind = entry.get().kind();
+    String value = entry.get().value();
+    if (m == HttpMethod.POST) {
+      s.writes().send(new StoreCommand.Deny(kind, value, note)).onSuccess(d -> RelayRoutes.ok(ctx,
+          okTrue().put("kind", kind).put("value", value).put("added", d.added()).put("revoked", d.revoked())))
+          .onFailure(ctx::fail);
+    } else {
+      s.writes().send(new StoreCommand.Undeny(kind, value)).onSuccess(removed -> RelayRoutes.ok(ctx,
+          okTrue().put("kind", kind).put("value", value).put("removed", removed))).onFailure(ctx::fail);
+    }
+  }
+}

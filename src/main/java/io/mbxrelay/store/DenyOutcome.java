@@ -1,0 +1,9 @@
+package io.mbxrelay.store;
+
+/**
+ * The outcome of adding a deny-list entry (seed 000 §8 "Revocation").
+ *
+ * @param added false when the entry already existed (the call is idempotent)
+ * @param revoked live enrolments revoked by this call
+ */
+public record DenyOutcome(boolean added, int revoked) {}

@@ -1,0 +1,265 @@
+package io.mbxrelay.store.sqlite;
+
+import io.mbxrelay.crypto.Fingerprint;
+import io.mbxrelay.store.DenyOutcome;
+import io.mbxrelay.store.Enrolment;
+import io.mbxrelay.store.RotateOutcome;
+import io.mbxrelay.store.SendersOutcome;
+import io.mbxrelay.store.StoreCommand;
+import io.mbxrelay.wire.IsoTime;
+import io.mbxrelay.wire.Json;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * The trust commands of the SQLite store (issue 3): sender allowlists (wire.md §4.3), enc-key ads (§4.2), rotation
+ * (§4.4) and the deny list (seed 000 §8 "Revocation"), plus the deny and client parts of enrolment. Kept apart from
+ * {@link SqliteRelayStore} so the core's push/ack code and these stay easy to review separately.
+ *
+ * <p>Threading: writer thread only, always inside the savepoint {@link SqliteRelayStore} opened for the command.
+ */
+final class TrustCommands {
+  private static final String HOST_FP = io.mbxrelay.store.DenyKey.HOST_FP;
+  private static final String CLIENT_ID = io.mbxrelay.store.DenyKey.CLIENT_ID;
+
+  private final SqliteRelayStore store;
+  private final Connection conn;
+  private final Clock clock;
+
+  TrustCommands(SqliteRelayStore store, Connection conn, Clock clock) {
+    this.store = store;
+    this.conn = conn;
+    this.clock = clock;
+  }
+
+  /** Runs a trust command; null when {@code command} is not one. */
+  Object run(StoreCommand<?> command) throws SQLException {
+    if (command instanceof StoreCommand.PublishSenders p) {
+      return senders(p);
+    } else if (command instanceof StoreCommand.PublishEncAdV1 a) {
+      return encAdV1(a);
+    } else if (command instanceof StoreCommand.PublishEncAdV2 a) {
+      return encAdV2(a);
+    } else if (command instanceof StoreCommand.Rotate r) {
+      return rotate(r);
+    } else if (command instanceof StoreCommand.Deny d) {
+      return deny(d);
+    } else if (command instanceof StoreCommand.Undeny u) {
+      return undeny(u);
+    }
+    return null;
+  }
+
+  private String now() {
+    return IsoTime.format(clock.millis());
+  }
+
+  // ---- enrolment: deny check and token client (seed 000 §8) ----
+
+  /** True when the key's fingerprint or the token's client id is denied. */
+  boolean denied(String hostPubkey, String clientId) throws SQLException {
+    if (exists("SELECT 1 FROM deny_list WHERE kind=? AND value=?", HOST_FP, Fingerprint.ofB64(hostPubkey))) {
+      return true;
+    }
+    return clientId != null && exists("SELECT 1 FROM deny_list WHERE kind=? AND value=?", CLIENT_ID, clientId);
+  }
+
+  /** Records the token client of an enrolment granted with one; a grant without one keeps the stored client. */
+  void recordClient(String hostPubkey, String clientId, String org) throws SQLException {
+    if (clientId == null) {
+      return;
+    }
+    update("INSERT INTO enrolment_clients(host_pubkey, client_id, org, at) VALUES(?, ?, ?, ?)"
+        + " ON CONFLICT(host_pubkey) DO UPDATE SET client_id=excluded.client_id, org=excluded.org, at=excluded.at",
+        hostPubkey, clientId, org, now());
+  }
+
+  // ---- sender allowlist (wire.md §4.3) ----
+
+  private SendersOutcome senders(StoreCommand.PublishSenders p) throws SQLException {
+    try (PreparedStatement ps = conn.prepareStatement("SELECT iat FROM sender_lists WHERE target_pubkey=?")) {
+      ps.setString(1, p.targetPubkey());
+      try (ResultSet rs = ps.executeQuery()) {
+        if (rs.next()) {
+          var stored = IsoTime.parse(rs.getString(1));
+          // an unparsable stored iat cannot be newer than a parsable one
+          if (stored.isPresent() && stored.getAsLong() >= p.iatMs()) {
+            return SendersOutcome.STALE;
+          }
+        }
+      }
+    }
+    update("INSERT INTO sender_lists(target_pubkey, senders, iat, record, sig) VALUES(?, ?, ?, ?, ?)"
+        + " ON CONFLICT(target_pubkey) DO UPDATE SET senders=excluded.senders, iat=excluded.iat,"
+        + " record=excluded.record, sig=excluded.sig",
+        p.targetPubkey(), Json.stringify(p.senders()), p.iat(), p.record(), p.sig());
+    return SendersOutcome.STORED;
+  }
+
+  // ---- enc-key ads (wire.md §4.2) ----
+
+  private Boolean encAdV1(StoreCommand.PublishEncAdV1 a) throws SQLException {
+    update("INSERT INTO enc_ads(host_pubkey, host_name, enc_pub, sig, at) VALUES(?, ?, ?, ?, ?)"
+        + " ON CONFLICT(host_pubkey) DO UPDATE SET host_name=excluded.host_name, enc_pub=excluded.enc_pub,"
+        + " sig=excluded.sig, at=excluded.at", a.hostPubkey(), a.hostName(), a.encPub(), a.sig(), now());
+    return Boolean.TRUE;
+  }
+
+  private Boolean encAdV2(StoreCommand.PublishEncAdV2 a) throws SQLException {
+    update("INSERT INTO enc_ad_records(host_pubkey, record, sig, at) VALUES(?, ?, ?, ?)"
+        + " ON CONFLICT(host_pubkey) DO UPDATE SET record=excluded.record, sig=excluded.sig, at=excluded.at",
+        a.hostPubkey(), a.record(), a.sig(), now());
+    return Boolean.TRUE;
+  }
+
+  // ---- rotation (wire.md §4.4) ----
+
+  private record OldItem(long seq, String kind, String itemId, String sender, String senderHost, byte[] wire,
+      String hash, long bytes, String acceptedAt, String expiresAt) {}
+
+  private RotateOutcome rotate(StoreCommand.Rotate r) throws SQLException {
+    Optional<Enrolment> old = store.enrolmentRowForTrust(r.oldPub());
+    if (old.isEmpty() || !old.get().live()) {
+      return new RotateOutcome.NotEnrolled();
+    }
+    if (!old.get().hostName().equals(r.host())) {
+      return new RotateOutcome.NamesAnotherHost();
+    }
+    Optional<Enrolment> existing = store.enrolmentRowForTrust(r.newPub());
+    if (existing.isPresent() && !existing.get().live()) {
+      return new RotateOutcome.NewKeyRevoked();
+    }
+    long nowMs = clock.millis();
+    String at = IsoTime.format(nowMs);
+    Enrolment o = old.get();
+    update("UPDATE enrolments SET revoked_at=? WHERE host_pubkey=?", at, r.oldPub());
+    update("INSERT INTO enrolments(host_pubkey, host_name, owner_fp, account, authorized_by, enrolled_at, revoked_at)"
+        + " VALUES(?, ?, ?, ?, ?, ?, NULL) ON CONFLICT(host_pubkey) DO UPDATE SET host_name=excluded.host_name,"
+        + " owner_fp=excluded.owner_fp, account=excluded.account, authorized_by=excluded.authorized_by,"
+        + " enrolled_at=excluded.enrolled_at",
+        r.newPub(), o.hostName(), o.ownerFp(), o.account(),
+        o.authorizedBy() == null ? "host-rotation" : o.authorizedBy(), at);
+    update("INSERT INTO enrolment_clients(host_pubkey, client_id, org, at) SELECT ?, client_id, org, ?"
+        + " FROM enrolment_clients WHERE host_pubkey=? ON CONFLICT(host_pubkey) DO UPDATE SET"
+        + " client_id=excluded.client_id, org=excluded.org, at=excluded.at", r.newPub(), at, r.oldPub());
+    // The old queue, in seq order, appended after anything already queued for the new key.
+    List<OldItem> items = new ArrayList<>();
+    try (PreparedStatement ps = conn.prepareStatement("SELECT seq, kind, item_id, sender_pubkey, sender_host, wire,"
+        + " wire_hash, bytes, accepted_at, expires_at FROM items WHERE target_pubkey=? ORDER BY seq")) {
+      ps.setString(1, r.oldPub());
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          items.add(new OldItem(rs.getLong(1), rs.getString(2), rs.getString(3), rs.getString(4), rs.getString(5),
+              rs.getBytes(6), rs.getString(7), rs.getLong(8), rs.getString(9), rs.getString(10)));
+        }
+      }
+    }
+    try (PreparedStatement ins = conn.prepareStatement("INSERT INTO items(target_pubkey, seq, kind, item_id,"
+        + " sender_pubkey, sender_host, wire, wire_hash, bytes, accepted_at, expires_at)"
+        + " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        PreparedStatement dd = conn.prepareStatement("UPDATE OR IGNORE dedup SET target_pubkey=?, seq=?"
+            + " WHERE sender_pubkey=? AND item_id=? AND target_pubkey=?")) {
+      for (OldItem it : items) {
+        long seq = store.allocateSeqForTrust(r.newPub(), nowMs);
+        ins.setString(1, r.newPub());
+        ins.setLong(2, seq);
+        ins.setString(3, it.kind());
+        ins.setString(4, it.itemId());
+        ins.setString(5, it.sender());
+        ins.setString(6, it.senderHost());
+        ins.setBytes(7, it.wire());
+        ins.setString(8, it.hash());
+        ins.setLong(9, it.bytes());
+        ins.setString(10, it.acceptedAt());
+        ins.setString(11, it.expiresAt());
+        ins.executeUpdate();
+        dd.setString(1, r.newPub());
+        dd.setLong(2, seq);
+        dd.setString(3, it.sender());
+        dd.setString(4, it.itemId());
+        dd.setString(5, r.oldPub());
+        dd.executeUpdate();
+      }
+    }
+    // Remaining dedup rows of the old key (tombstones of acked or expired items) follow it too, so a late retry to
+    // the new key is still a duplicate; a row the new key already has wins.
+    update("UPDATE OR IGNORE dedup SET target_pubkey=? WHERE target_pubkey=?", r.newPub(), r.oldPub());
+    update("DELETE FROM dedup WHERE target_pubkey=?", r.oldPub());
+    update("DELETE FROM items WHERE target_pubkey=?", r.oldPub());
+    update("DELETE FROM enc_ads WHERE host_pubkey=?", r.oldPub());
+    update("DELETE FROM enc_ad_records WHERE host_pubkey=?", r.oldPub());
+    if (exists("SELECT 1 FROM sender_lists WHERE target_pubkey=?", r.oldPub())) {
+      update("DELETE FROM sender_lists WHERE target_pubkey=?", r.newPub());
+      update("UPDATE sender_lists SET target_pubkey=? WHERE target_pubkey=?", r.newPub(), r.oldPub());
+    }
+    update("UPDATE sender_lists SET senders=(SELECT json_group_array(DISTINCT CASE WHEN value=? THEN ? ELSE value END)"
+        + " FROM json_each(sender_lists.senders)) WHERE EXISTS(SELECT 1 FROM json_each(sender_lists.senders)"
+        + " WHERE value=?)", r.oldPub(), r.newPub(), r.oldPub());
+    return new RotateOutcome.Moved(items.size());
+  }
+
+  // ---- deny list (seed 000 §8 "Revocation") ----
+
+  private DenyOutcome deny(StoreCommand.Deny d) throws SQLException {
+    boolean added = update("INSERT INTO deny_list(kind, value, note, added_at) VALUES(?, ?, ?, ?)"
+        + " ON CONFLICT(kind, value) DO NOTHING", d.kind(), d.value(), d.note(), now()) > 0;
+    String at = now();
+    int revoked = 0;
+    if (d.kind().equals(CLIENT_ID)) {
+      revoked = update("UPDATE enrolments SET revoked_at=? WHERE revoked_at IS NULL AND host_pubkey IN"
+          + " (SELECT host_pubkey FROM enrolment_clients WHERE client_id=?)", at, d.value());
+    } else {
+      // A fingerprint is a hash prefix: the store cannot index it, so the live keys are scanned (an operator action).
+      List<String> hits = new ArrayList<>();
+      try (PreparedStatement ps = conn.prepareStatement("SELECT host_pubkey FROM enrolments WHERE revoked_at IS NULL");
+          ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          String key = rs.getString(1);
+          try {
+            if (Fingerprint.ofB64(key).equals(d.value())) {
+              hits.add(key);
+            }
+          } catch (IllegalArgumentException e) {
+            // a stored key that does not decode cannot match
+          }
+        }
+      }
+      for (String key : hits) {
+        revoked += update("UPDATE enrolments SET revoked_at=? WHERE host_pubkey=? AND revoked_at IS NULL", at, key);
+      }
+    }
+    return new DenyOutcome(added, revoked);
+  }
+
+  private Boolean undeny(StoreCommand.Undeny u) throws SQLException {
+    return update("DELETE FROM deny_list WHERE kind=? AND value=?", u.kind(), u.value()) > 0;
+  }
+
+  // ---- helpers ----
+
+  private boolean exists(String sql, String... args) throws SQLException {
+    try (PreparedStatement ps = conn.prepareStatement(sql)) {
+      for (int i = 0; i < args.length; i++) {
+        ps.setString(i + 1, args[i]);
+      }
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next();
+      }
+    }
+  }
+
+  private int update(String sql, Object... args) throws SQLException {
+    try (PreparedStatement ps = conn.prepareStatement(sql)) {
+      for (int i = 0; i < args.length; i++) {
+        ps.setObject(i + 1, args[i]);
+      }
+      return ps.executeUpdate();
+    }
+  }
+}
