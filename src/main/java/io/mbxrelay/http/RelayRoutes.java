@@ -67,12 +67,14 @@ public final class RelayRoutes {
   private final RelayServices s;
   private final RelayConfig.Limits limits;
   private final TrustRoutes trust;
+  private final V1Routes v1;
 
   /** @param services shared services */
   public RelayRoutes(RelayServices services) {
     this.s = Objects.requireNonNull(services);
     this.limits = services.config().limits();
     this.trust = new TrustRoutes(services, this);
+    this.v1 = new V1Routes(services);
   }
 
   /**
@@ -93,6 +95,7 @@ public final class RelayRoutes {
     r.get("/v2/relay/items").handler(this::pull);
     r.post("/v2/relay/ack").handler(this::ack);
     trust.mountSigned(r); // senders, enc-key ads v1/v2
+    v1.mountSigned(r); // v1 messages push, pull, ack (older hosts)
 
     r.route().handler(ctx -> ctx.fail(RelayError.NOT_FOUND));
     r.route().failureHandler(this::failure);

@@ -234,22 +234,8 @@ final class TrustRoutes {
 
   /** wire.md §4.6 v1 name resolution with the caller as viewer; empty when unknown or ambiguous. */
   private Future<Optional<String>> resolveName(String name, Enrolment viewer) {
-    int maxPerName = s.config().limits().maxPerName();
-    return s.reads().liveByName(name, maxPerName + 1).map(list -> {
-      if (list.size() > maxPerName || list.isEmpty()) {
-        return Optional.empty();
-      }
-      if (list.size() == 1) {
-        return Optional.of(list.get(0).hostPubkey());
-      }
-      if (viewer.account() != null) {
-        List<Enrolment> same = list.stream().filter(e -> viewer.account().equals(e.account())).toList();
-        if (same.size() == 1) {
-          return Optional.of(same.get(0).hostPubkey());
-        }
-      }
-      return Optional.empty();
-    });
+    return NameResolver.resolve(s.reads(), s.config().limits().maxPerName(), name, viewer)
+        .map(r -> r instanceof NameResolver.Found f ? Optional.of(f.enrolment().hostPubkey()) : Optional.empty());
   }
 
   // ---- rotation (wire.md §4.4) ----

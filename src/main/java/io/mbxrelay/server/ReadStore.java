@@ -150,8 +150,9 @@ public final class ReadStore implements AutoCloseable {
    * @param itemId item id
    * @param senderPubkey sender key
    * @param wire exact stored bytes
+   * @param senderHost the sender's stored name (v1 pull answers it as {@code from})
    */
-  public record PulledItem(long seq, String kind, String itemId, String senderPubkey, byte[] wire) {}
+  public record PulledItem(long seq, String kind, String itemId, String senderPubkey, byte[] wire, String senderHost) {}
 
   /**
    * A pull page (wire.md §3 pull v2).
@@ -203,7 +204,7 @@ public final class ReadStore implements AutoCloseable {
   }
 
   private static Future<List<PulledItem>> items(SqlConnection conn, String target, long after, long through) {
-    return conn.preparedQuery("SELECT seq, kind, item_id, sender_pubkey, wire FROM items"
+    return conn.preparedQuery("SELECT seq, kind, item_id, sender_pubkey, wire, sender_host FROM items"
             + " WHERE target_pubkey = ? AND seq > ? AND seq <= ? ORDER BY seq")
         .execute(Tuple.of(target, after, through))
         .map(ReadStore::toItems);
@@ -212,7 +213,8 @@ public final class ReadStore implements AutoCloseable {
   private static List<PulledItem> toItems(RowSet<Row> rows) {
     List<PulledItem> out = new ArrayList<>(rows.size());
     for (Row r : rows) {
-      out.add(new PulledItem(r.getLong(0), r.getString(1), r.getString(2), r.getString(3), bytes(r.getValue(4))));
+      out.add(new PulledItem(r.getLong(0), r.getString(1), r.getString(2), r.getString(3), bytes(r.getValue(4)),
+          r.getString(5)));
     }
     return out;
   }

@@ -15,7 +15,9 @@ public sealed interface StoreCommand<R>
         StoreCommand.SweepBatch, StoreCommand.PruneDedup, StoreCommand.LogOp,
     // trust commands (issue 3): allowlist, enc-key ads, rotation, deny list
     StoreCommand.PublishSenders, StoreCommand.PublishEncAdV1, StoreCommand.PublishEncAdV2, StoreCommand.Rotate,
-    StoreCommand.Deny, StoreCommand.Undeny {
+    StoreCommand.Deny, StoreCommand.Undeny,
+    // v1 compatibility (wire.md §3 "v1 endpoints")
+    StoreCommand.PushV1, StoreCommand.AckV1 {
 
   /**
    * Stores one pushed item for all its targets, all or nothing (wire.md §3 push v2, step 5 database checks and step
@@ -199,4 +201,43 @@ public sealed interface StoreCommand<R>
    * @param value the entry's value
    */
   record Undeny(String kind, String value) implements StoreCommand<Boolean> {}
+
+  // ---- v1 compatibility (wire.md §3 "v1 endpoints (kept for one release)") ----
+
+  /**
+   * One v1 envelope push, all or nothing over its recipient hosts: the allowlist per target in order; then, unless
+   * every target already has a dedup row (counted as stored, hash not compared), the quota per target and the insert
+   * of the missing targets with {@code expires_at = NULL} (v1 items never expire).
+   *
+   * @param senderPubkey the authenticated caller's key
+   * @param senderHost the caller's stored name
+   * @param envelopeId the envelope id (dedup item id)
+   * @param wire {@code JSON.stringify} re-serialisation of the parsed envelope
+   * @param wireHash lowercase hex SHA-256 of {@code wire}
+   * @param targets resolved recipient hosts in order of first appearance in {@code to}
+   * @param precheckFailure the error found by name resolution for the host after the last of {@code targets}, which
+   *     the reference reports after checking the earlier hosts' allowlists, or null
+   */
+  record PushV1(String senderPubkey, String senderHost, String envelopeId, byte[] wire, String wireHash,
+      List<V1Target> targets, String precheckFailure) implements StoreCommand<java.util.Optional<String>> {
+    public PushV1 {
+      targets = List.copyOf(targets);
+    }
+  }
+
+  /**
+   * A resolved v1 recipient host.
+   *
+   * @param hostPubkey its key
+   * @param name the host part as written in {@code to} (used in error texts)
+   */
+  record V1Target(String hostPubkey, String name) {}
+
+  /**
+   * v1 ack: clamps {@code floor(Number(cursor))} to {@code [0, head]} and deletes the caller's items through it.
+   *
+   * @param targetPubkey the caller
+   * @param cursor the floored cursor, or empty when it is not a number (then 0)
+   */
+  record AckV1(String targetPubkey, OptionalLong cursor) implements StoreCommand<Long> {}
 }

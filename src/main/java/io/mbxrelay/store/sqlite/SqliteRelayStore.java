@@ -388,8 +388,15 @@ public final class SqliteRelayStore implements RelayStore {
       st.execute("SAVEPOINT cmd");
     }
     try {
-      Object value = run(command);
-      if (value instanceof PushOutcome.Rejected) {
+      Object value;
+      try {
+        value = run(command);
+      } catch (V1Rejected r) {
+        rollbackTo();
+        return new CommandResult(Optional.of(r.getMessage()), null);
+      }
+      if (value instanceof PushOutcome.Rejected
+          || (command instanceof StoreCommand.PushV1 && ((Optional<?>) value).isPresent())) {
         rollbackTo();
       } else {
         release();
@@ -445,6 +452,10 @@ public final class SqliteRelayStore implements RelayStore {
       return sweepBatch(sb);
     } else if (command instanceof StoreCommand.PruneDedup pd) {
       return pruneDedup(pd);
+    } else if (command instanceof StoreCommand.PushV1 v1) {
+      return pushV1(v1);
+    } else if (command instanceof StoreCommand.AckV1 a1) {
+      return ackV1(a1);
     } else if (command instanceof StoreCommand.LogOp op) {
       addOp(op.op(), op.receiptJson());
       return true;
@@ -498,18 +509,9 @@ public final class SqliteRelayStore implements RelayStore {
         return new PushOutcome.Rejected("quota:" + quota);
       }
       long seq = allocateSeq(t.hostPubkey(), now);
-      insertItem(t.hostPubkey(), seq, p, t, nowIso, expiresAt);
-      try (PreparedStatement ps = prepared(
-          "INSERT INTO dedup(sender_pubkey, item_id, target_pubkey, wire_hash, seq, accepted_at)"
-              + " VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")) {
-        ps.setString(1, p.senderPubkey());
-        ps.setString(2, p.itemId());
-        ps.setString(3, t.hostPubkey());
-        ps.setString(4, t.wireHash());
-        ps.setLong(5, seq);
-        ps.setString(6, nowIso);
-        ps.executeUpdate();
-      }
+      insertItem(t.hostPubkey(), seq, p.kind(), p.itemId(), p.senderPubkey(), p.senderHost(), t.wire(), t.wireHash(),
+          nowIso, expiresAt);
+      insertDedup(p.senderPubkey(), p.itemId(), t.hostPubkey(), t.wireHash(), seq, nowIso);
       fresh = true;
       out.add(new PushOutcome.TargetSeq(t.hostPubkey(), seq, t.wireHash()));
     }
@@ -604,24 +606,97 @@ public final class SqliteRelayStore implements RelayStore {
     return cur;
   }
 
-  private void insertItem(String target, long seq, StoreCommand.Push p, StoreCommand.Target t, String nowIso,
-      String expiresAt) throws SQLException {
+  private void insertItem(String target, long seq, String kind, String itemId, String sender, String senderHost,
+      byte[] wire, String wireHash, String nowIso, String expiresAt) throws SQLException {
     try (PreparedStatement ps = prepared("INSERT INTO items(target_pubkey, seq, kind, item_id,"
         + " sender_pubkey, sender_host, wire, wire_hash, bytes, accepted_at, expires_at)"
         + " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) {
       ps.setString(1, target);
       ps.setLong(2, seq);
-      ps.setString(3, p.kind());
-      ps.setString(4, p.itemId());
-      ps.setString(5, p.senderPubkey());
-      ps.setString(6, p.senderHost());
-      ps.setBytes(7, t.wire());
-      ps.setString(8, t.wireHash());
-      ps.setLong(9, t.wire().length);
+      ps.setString(3, kind);
+      ps.setString(4, itemId);
+      ps.setString(5, sender);
+      ps.setString(6, senderHost);
+      ps.setBytes(7, wire);
+      ps.setString(8, wireHash);
+      ps.setLong(9, wire.length);
       ps.setString(10, nowIso);
       ps.setString(11, expiresAt);
       ps.executeUpdate();
     }
+  }
+
+  private void insertDedup(String sender, String itemId, String target, String wireHash, long seq, String at)
+      throws SQLException {
+    try (PreparedStatement ps = prepared("INSERT INTO dedup(sender_pubkey, item_id, target_pubkey, wire_hash, seq,"
+        + " accepted_at) VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")) {
+      ps.setString(1, sender);
+      ps.setString(2, itemId);
+      ps.setString(3, target);
+      ps.setString(4, wireHash);
+      ps.setLong(5, seq);
+      ps.setString(6, at);
+      ps.executeUpdate();
+    }
+  }
+
+  // ---- v1 compatibility (wire.md §3 "v1 endpoints") ----
+
+  /** Empty when stored (or already stored), else the error text; any partial write is rolled back. */
+  private Optional<String> pushV1(StoreCommand.PushV1 p) throws SQLException {
+    for (StoreCommand.V1Target t : p.targets()) {
+      if (!senderAccepted(t.hostPubkey(), p.senderPubkey())) {
+        return Optional.of("sender not accepted by " + t.name());
+      }
+    }
+    if (p.precheckFailure() != null) {
+      return Optional.of(p.precheckFailure());
+    }
+    List<StoreCommand.V1Target> missing = new ArrayList<>();
+    for (StoreCommand.V1Target t : p.targets()) {
+      if (dedupRow(p.senderPubkey(), p.envelopeId(), t.hostPubkey()) == null) {
+        missing.add(t);
+      }
+    }
+    long now = clock.millis();
+    String nowIso = IsoTime.format(now);
+    for (StoreCommand.V1Target t : missing) {
+      String quota = quotaFailure(p.senderPubkey(), t.hostPubkey(), p.wire().length);
+      if (quota != null) {
+        throw new V1Rejected(quota);
+      }
+      long seq = allocateSeq(t.hostPubkey(), now);
+      insertItem(t.hostPubkey(), seq, "envelope", p.envelopeId(), p.senderPubkey(), p.senderHost(), p.wire(),
+          p.wireHash(), nowIso, null);
+      insertDedup(p.senderPubkey(), p.envelopeId(), t.hostPubkey(), p.wireHash(), seq, nowIso);
+    }
+    return Optional.empty();
+  }
+
+  /** A v1 rejection after some targets were written: unwinds to the command's savepoint. */
+  private static final class V1Rejected extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    V1Rejected(String text) {
+      super(text, null, false, false);
+    }
+  }
+
+  private long ackV1(StoreCommand.AckV1 a) throws SQLException {
+    long head = head(a.targetPubkey());
+    long cursor = Math.max(0, Math.min(head, a.cursor().orElse(0)));
+    try (PreparedStatement ps = prepared("DELETE FROM items WHERE target_pubkey=? AND seq<=?")) {
+      ps.setString(1, a.targetPubkey());
+      ps.setLong(2, cursor);
+      ps.executeUpdate();
+    }
+    try (PreparedStatement ps = prepared("INSERT INTO acked(target_pubkey, acked_through) VALUES(?, ?)"
+        + " ON CONFLICT(target_pubkey) DO UPDATE SET acked_through = max(acked_through, excluded.acked_through)")) {
+      ps.setString(1, a.targetPubkey());
+      ps.setLong(2, cursor);
+      ps.executeUpdate();
+    }
+    return cursor;
   }
 
   // ---- expiry sweep (seed 000 §6, wire.md §4.10, §5 "Sweep") ----
@@ -695,31 +770,8 @@ public final class SqliteRelayStore implements RelayStore {
       }
       String hash = io.mbxrelay.wire.Hashes.sha256Hex(wire);
       long seq = allocateSeq(r.sender, sb.nowMs());
-      try (PreparedStatement ps = prepared("INSERT INTO items(target_pubkey, seq, kind, item_id,"
-          + " sender_pubkey, sender_host, wire, wire_hash, bytes, accepted_at, expires_at)"
-          + " VALUES(?, ?, 'expired', ?, ?, 'relay', ?, ?, ?, ?, ?)")) {
-        ps.setString(1, r.sender);
-        ps.setLong(2, seq);
-        ps.setString(3, noticeId);
-        ps.setString(4, relayPubkey);
-        ps.setBytes(5, wire);
-        ps.setString(6, hash);
-        ps.setLong(7, wire.length);
-        ps.setString(8, at);
-        ps.setString(9, expiresAt);
-        ps.executeUpdate();
-      }
-      try (PreparedStatement ps = prepared(
-          "INSERT INTO dedup(sender_pubkey, item_id, target_pubkey, wire_hash, seq, accepted_at)"
-              + " VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")) {
-        ps.setString(1, relayPubkey);
-        ps.setString(2, noticeId);
-        ps.setString(3, r.sender);
-        ps.setString(4, hash);
-        ps.setLong(5, seq);
-        ps.setString(6, at);
-        ps.executeUpdate();
-      }
+      insertItem(r.sender, seq, "expired", noticeId, relayPubkey, "relay", wire, hash, at, expiresAt);
+      insertDedup(relayPubkey, noticeId, r.sender, hash, seq, at);
       notices++;
     }
     return new SweepCounts(rows.size(), envelopes, receipts, expired, notices, notEnrolled, overCap, freed);
