@@ -229,6 +229,31 @@ public final class HostStore implements AutoCloseable {
     update("INSERT INTO meta(k, v) VALUES(?, ?) ON CONFLICT(k) DO UPDATE SET v=excluded.v", k, v);
   }
 
+  /**
+   * A stored setting ({@code meta} table), e.g. {@code host_name}, {@code relay_url}, {@code host_pubkey}.
+   *
+   * @param name the setting
+   * @return its value, or empty
+   * @throws SQLException on storage errors
+   */
+  public synchronized Optional<String> setting(String name) throws SQLException {
+    return meta(name);
+  }
+
+  /**
+   * Stores a setting in its own transaction.
+   *
+   * @param name the setting
+   * @param value its value (no key material)
+   * @throws SQLException on storage errors
+   */
+  public synchronized void putSetting(String name, String value) throws SQLException {
+    tx(x -> {
+      putMeta(name, value);
+      return null;
+    });
+  }
+
   // ---- public read model ----
 
   /**
