@@ -5,11 +5,16 @@ import picocli.CommandLine.Command;
 
 /**
  * {@code mbxrelay host …}: the host side (wire.md §6), for hosts talking to a relay: {@code enrol}, {@code push},
- * {@code pull}. Host key file default {@code ~/.local/share/mbxrelay-host/host.key}, relay key pins in
+ * {@code pull} (stateless), and the durable host over {@code host.db}: {@code init}, {@code relay set}, {@code peer
+ * add}, {@code send}, {@code run}, {@code status}, {@code quarantine}, {@code doctor}. Host key file default {@code ~/.local/share/mbxrelay-host/host.key}, relay key pins in
  * {@code relays.json} next to it. Exit codes: 0 success, 1 relay refusal (or unreachable relay), 2 usage error.
  */
-@Command(name = "host", mixinStandardHelpOptions = true, description = "Host-side commands (enrol, push, pull).",
-    subcommands = {HostEnrolCommand.class, HostPushCommand.class, HostPullCommand.class})
+@Command(name = "host", mixinStandardHelpOptions = true, description = "Host-side commands (durable: init, relay set, peer add, send, run, status, quarantine, doctor;"
+        + " stateless: enrol, push, pull).",
+    subcommands = {HostEnrolCommand.class, HostPushCommand.class, HostPullCommand.class,
+        HostStateCommands.Init.class, HostStateCommands.Relay.class, HostStateCommands.Peer.class,
+        HostStateCommands.Send.class, HostStateCommands.Run.class, HostStateCommands.Status.class,
+        HostStateCommands.Quarantine.class, HostStateCommands.Doctor.class})
 public final class HostCommand implements Runnable {
   @Override
   public void run() {

@@ -19,7 +19,10 @@ public final class BlockingRelayClient implements AutoCloseable {
 
   /** An I/O failure: the relay could not be reached or did not answer in time. The outcome is unknown. */
   public static final class RelayUnreachable extends Exception {
-    RelayUnreachable(String message) {
+    /**
+     * @param message what failed (no key material)
+     */
+    public RelayUnreachable(String message) {
       super(message, null, false, false);
     }
   }

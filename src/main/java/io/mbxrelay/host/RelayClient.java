@@ -386,6 +386,34 @@ public final class RelayClient implements AutoCloseable {
     });
   }
 
+  /**
+   * Publishes this host's sender allowlist ({@code POST /v2/relay/senders {list, sig}}, wire.md §4.3, seed 000 §2):
+   * {@code list = {v:1, type:"relay-senders", host_pubkey, senders, iat}} signed by this host's key over
+   * canonical(list). The relay then refuses pushes to this host from keys not on the list.
+   *
+   * @param senders the accepted sender keys (base64); sent deduplicated and sorted, at most 1,024
+   * @param iatMs the list's issue time, ms since the epoch (a newer list replaces an older one)
+   * @return {@link SendersResult.Published}; {@link Refused} (404 = the relay does not support allowlists; 409 = a
+   *     newer list is stored); {@link BadAnswer}. Fails only on I/O.
+   */
+  public Future<SendersResult> publishSenders(java.util.Collection<String> senders, long iatMs) {
+    java.util.TreeSet<String> sorted = new java.util.TreeSet<>(senders);
+    ObjectNode list = Json.MAPPER.createObjectNode().put("v", 1).put("type", "relay-senders")
+        .put("host_pubkey", key.publicKeyB64());
+    ArrayNode arr = list.putArray("senders");
+    sorted.forEach(arr::add);
+    list.put("iat", io.mbxrelay.wire.IsoTime.format(iatMs));
+    ObjectNode body = Json.MAPPER.createObjectNode();
+    body.set("list", list);
+    body.put("sig", key.signB64(CanonicalJson.canonicalBytes(list)));
+    return send(HttpMethod.POST, "/v2/relay/senders", Json.stringify(body), true).map(a -> {
+      if (a.status() != 200) {
+        return refused(a);
+      }
+      return new SendersResult.Published(sorted.size());
+    });
+  }
+
   /** Closes the web client. Pending requests fail. */
   @Override
   public void close() {

@@ -1,0 +1,474 @@
+package io.mbxrelay.host;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * The host's own durable state (issue 5 item 1; seed 000 §3 "Sender side", §4; wire.md §6): one SQLite file per host
+ * ({@code journal_mode=WAL}, {@code synchronous=FULL}, one JDBC connection). Tables:
+ * <ul>
+ *   <li>{@code meta} — host key reference (public key only; the private key stays in its key file), host name,
+ *       receipt counter;</li>
+ *   <li>{@code relays} — pinned relay key per URL, a presented-but-unconfirmed key, stored epoch, enrolled cache
+ *       (keyed by relay, relay key, epoch, host key), allowlist digest, session backoff;</li>
+ *   <li>{@code peers} — accepted peer host keys (the allowlist; receipts are verified with them);</li>
+ *   <li>{@code outbox} — one row per (relay, item id, target): the sealed wire bytes (stored before the first
+ *       attempt, reused on every retry), state {@code pending | repush | relay-accepted | settled | unconfirmed |
+ *       expired | sent}, attempts, {@code next_at} (ms), seq/epoch/accept receipt/sig, {@code deadline_at} (ms);</li>
+ *   <li>{@code positions} — receive position {@code (relay, epoch, received_through)} and the acked marker;</li>
+ *   <li>{@code quarantine} — {@code (relay, epoch, seq, kind, item_id, sender_pubkey, reason, wire, at)};</li>
+ *   <li>{@code received} — message ids already handed to the application (receiver dedup);</li>
+ *   <li>{@code peer_receipts} — peers that ever sent a delivery receipt; {@code alerts} — alerts for people;</li>
+ *   <li>{@code inbox} — messages stored by {@link InboxApplication}.</li>
+ * </ul>
+ *
+ * <p><b>Threading.</b> All access is serialized on this object: callers lock it ({@code synchronized (store)}) for
+ * the span of a transaction; the public read methods lock it themselves. Blocking I/O: never on an event loop.
+ *
+ * <p><b>Errors.</b> Storage failures surface as {@link SQLException} (I/O, not expected outcomes); a failed commit is
+ * never retried silently.
+ */
+public final class HostStore implements AutoCloseable {
+
+  /** Default file name of the host store, next to the host key. */
+  public static final String FILE_NAME = "host.db";
+
+  /** Row states that are still in the active outbox (will be pushed). */
+  public static final List<String> ACTIVE = List.of("pending", "repush");
+
+  private final Connection c;
+  private final Path file;
+  private int depth;
+
+  private HostStore(Connection c, Path file) {
+    this.c = c;
+    this.file = file;
+  }
+
+  /**
+   * Opens (creating when missing) a host store.
+   *
+   * @param file the SQLite file (its directory must exist)
+   * @return the open store
+   * @throws SQLException when the file cannot be opened or migrated
+   */
+  public static HostStore open(Path file) throws SQLException {
+    Connection c = DriverManager.getConnection("jdbc:sqlite:" + file.toAbsolutePath());
+    try (Statement s = c.createStatement()) {
+      s.execute("PRAGMA journal_mode=WAL");
+      s.execute("PRAGMA synchronous=FULL");
+      s.execute("PRAGMA busy_timeout=5000");
+      s.execute("PRAGMA foreign_keys=ON");
+      for (String ddl : SCHEMA) {
+        s.execute(ddl);
+      }
+    } catch (SQLException e) {
+      c.close();
+      throw e;
+    }
+    return new HostStore(c, file);
+  }
+
+  /**
+   * The default store file next to a key file.
+   *
+   * @param keyFile the host key file
+   * @return {@code <dir>/host.db}
+   */
+  public static Path besideKey(Path keyFile) {
+    return keyFile.toAbsolutePath().resolveSibling(FILE_NAME);
+  }
+
+  /**
+   * @return the store file
+   */
+  public Path file() {
+    return file;
+  }
+
+  /**
+   * @return whether the file exists on disk
+   */
+  public boolean exists() {
+    return Files.exists(file);
+  }
+
+  private static final String[] SCHEMA = {
+      "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT NOT NULL)",
+      "CREATE TABLE IF NOT EXISTS relays(url TEXT PRIMARY KEY, relay_pubkey TEXT NOT NULL, pinned_at INTEGER NOT NULL,"
+          + " presented_pubkey TEXT, presented_at INTEGER, epoch TEXT, retention_days INTEGER NOT NULL DEFAULT 14,"
+          + " max_batch INTEGER NOT NULL DEFAULT 200, max_pull INTEGER NOT NULL DEFAULT 500,"
+          + " enrolled_cache TEXT, enrol_failures INTEGER NOT NULL DEFAULT 0, enrol_next_at INTEGER NOT NULL DEFAULT 0,"
+          + " allowlist_digest TEXT, allowlist_next_at INTEGER NOT NULL DEFAULT 0,"
+          + " session_failures INTEGER NOT NULL DEFAULT 0, session_next_at INTEGER NOT NULL DEFAULT 0, last_error TEXT,"
+          + " last_ok_at INTEGER)",
+      "CREATE TABLE IF NOT EXISTS peers(host_pubkey TEXT PRIMARY KEY, name TEXT NOT NULL, added_at INTEGER NOT NULL)",
+      "CREATE TABLE IF NOT EXISTS outbox(id INTEGER PRIMARY KEY AUTOINCREMENT, relay TEXT NOT NULL, kind TEXT NOT NULL,"
+          + " item_id TEXT NOT NULL, msg_id TEXT NOT NULL, target_pubkey TEXT NOT NULL, wire BLOB NOT NULL,"
+          + " wire_hash TEXT NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,"
+          + " next_at INTEGER NOT NULL, last_error TEXT, created_at INTEGER NOT NULL, seq INTEGER, epoch TEXT,"
+          + " accept TEXT, accept_sig TEXT, accepted_at INTEGER, deadline_at INTEGER, done_at INTEGER,"
+          + " UNIQUE(relay, item_id, target_pubkey))",
+      "CREATE INDEX IF NOT EXISTS outbox_state ON outbox(relay, state, next_at)",
+      "CREATE TABLE IF NOT EXISTS positions(relay TEXT PRIMARY KEY, epoch TEXT NOT NULL,"
+          + " received_through INTEGER NOT NULL, acked_through INTEGER NOT NULL)",
+      "CREATE TABLE IF NOT EXISTS quarantine(id INTEGER PRIMARY KEY AUTOINCREMENT, relay TEXT NOT NULL,"
+          + " epoch TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, item_id TEXT NOT NULL,"
+          + " sender_pubkey TEXT NOT NULL, reason TEXT NOT NULL, wire BLOB NOT NULL, at INTEGER NOT NULL)",
+      "CREATE TABLE IF NOT EXISTS received(sender_pubkey TEXT NOT NULL, msg_id TEXT NOT NULL, relay TEXT NOT NULL,"
+          + " epoch TEXT NOT NULL, seq INTEGER NOT NULL, at INTEGER NOT NULL, PRIMARY KEY(sender_pubkey, msg_id))",
+      "CREATE TABLE IF NOT EXISTS peer_receipts(host_pubkey TEXT PRIMARY KEY, last_at INTEGER NOT NULL)",
+      "CREATE TABLE IF NOT EXISTS alerts(id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, kind TEXT NOT NULL,"
+          + " relay TEXT, target_pubkey TEXT, item_id TEXT, text TEXT NOT NULL)",
+      "CREATE TABLE IF NOT EXISTS inbox(id INTEGER PRIMARY KEY AUTOINCREMENT, relay TEXT NOT NULL,"
+          + " sender_pubkey TEXT NOT NULL, msg_id TEXT NOT NULL, wire BLOB NOT NULL, at INTEGER NOT NULL)",
+  };
+
+  // ---- transactions ----
+
+  /** Work inside a transaction. */
+  @FunctionalInterface
+  interface Work<T> {
+    T run(Connection c) throws SQLException;
+  }
+
+  /**
+   * Runs {@code w} in one {@code BEGIN IMMEDIATE … COMMIT} (joins an open one). Caller holds the lock. A failure rolls
+   * back and rethrows; a RuntimeException from {@code w} rolls back too.
+   */
+  <T> T tx(Work<T> w) throws SQLException {
+    if (depth > 0) {
+      return w.run(c);
+    }
+    try (Statement s = c.createStatement()) {
+      s.execute("BEGIN IMMEDIATE");
+    }
+    depth++;
+    boolean ok = false;
+    try {
+      T t = w.run(c);
+      try (Statement s = c.createStatement()) {
+        s.execute("COMMIT");
+      }
+      ok = true;
+      return t;
+    } finally {
+      depth--;
+      if (!ok) {
+        try (Statement s = c.createStatement()) {
+          s.execute("ROLLBACK");
+        } catch (SQLException ignored) {
+          // the original failure is what matters
+        }
+      }
+    }
+  }
+
+  Connection connection() {
+    return c;
+  }
+
+  // ---- small SQL helpers (caller holds the lock) ----
+
+  int update(String sql, Object... args) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      bind(ps, args);
+      return ps.executeUpdate();
+    }
+  }
+
+  <T> List<T> query(String sql, RowMapper<T> m, Object... args) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      bind(ps, args);
+      try (ResultSet rs = ps.executeQuery()) {
+        List<T> out = new ArrayList<>();
+        while (rs.next()) {
+          out.add(m.map(rs));
+        }
+        return out;
+      }
+    }
+  }
+
+  <T> Optional<T> one(String sql, RowMapper<T> m, Object... args) throws SQLException {
+    List<T> l = query(sql, m, args);
+    return l.isEmpty() ? Optional.empty() : Optional.of(l.get(0));
+  }
+
+  /** Maps one result row. */
+  @FunctionalInterface
+  interface RowMapper<T> {
+    T map(ResultSet rs) throws SQLException;
+  }
+
+  private static void bind(PreparedStatement ps, Object... args) throws SQLException {
+    for (int i = 0; i < args.length; i++) {
+      Object a = args[i];
+      if (a instanceof byte[] b) {
+        ps.setBytes(i + 1, b);
+      } else {
+        ps.setObject(i + 1, a);
+      }
+    }
+  }
+
+  Optional<String> meta(String k) throws SQLException {
+    return one("SELECT v FROM meta WHERE k=?", rs -> rs.getString(1), k);
+  }
+
+  void putMeta(String k, String v) throws SQLException {
+    update("INSERT INTO meta(k, v) VALUES(?, ?) ON CONFLICT(k) DO UPDATE SET v=excluded.v", k, v);
+  }
+
+  /**
+   * A stored setting ({@code meta} table), e.g. {@code host_name}, {@code relay_url}, {@code host_pubkey}.
+   *
+   * @param name the setting
+   * @return its value, or empty
+   * @throws SQLException on storage errors
+   */
+  public synchronized Optional<String> setting(String name) throws SQLException {
+    return meta(name);
+  }
+
+  /**
+   * Stores a setting in its own transaction.
+   *
+   * @param name the setting
+   * @param value its value (no key material)
+   * @throws SQLException on storage errors
+   */
+  public synchronized void putSetting(String name, String value) throws SQLException {
+    tx(x -> {
+      putMeta(name, value);
+      return null;
+    });
+  }
+
+  // ---- public read model ----
+
+  /**
+   * One outbox row as stored (wire bytes omitted).
+   *
+   * @param id row id
+   * @param relay relay URL
+   * @param kind {@code envelope} or {@code receipt}
+   * @param itemId the pushed item id
+   * @param msgId the message id (envelope id; for a receipt, the message it confirms)
+   * @param targetPubkey target host key (base64)
+   * @param wireHash lowercase hex SHA-256 of the wire bytes
+   * @param state {@code pending | repush | relay-accepted | settled | unconfirmed | expired | sent}
+   * @param attempts push attempts so far
+   * @param nextAt earliest next push, ms since the epoch
+   * @param lastError last push problem, or null
+   * @param seq the relay seq from the accept receipt, or null
+   * @param epoch the relay epoch from the accept receipt, or null
+   * @param deadlineAt sender deadline (accepted_at + retention + 24 h), ms, or null before the first accept
+   */
+  public record OutboxRow(long id, String relay, String kind, String itemId, String msgId, String targetPubkey,
+      String wireHash, String state, int attempts, long nextAt, String lastError, Long seq, String epoch,
+      Long deadlineAt) {}
+
+  /**
+   * One quarantined item (seed 000 §4, wire.md §6).
+   *
+   * @param relay relay URL
+   * @param epoch relay epoch
+   * @param seq the item's seq
+   * @param kind item kind as pulled
+   * @param itemId item id
+   * @param senderPubkey the pushing host's key (the relay key for notices)
+   * @param reason why it was refused
+   * @param wireBytes size of the stored wire bytes
+   * @param at when, ms since the epoch
+   */
+  public record QuarantineRow(String relay, String epoch, long seq, String kind, String itemId, String senderPubkey,
+      String reason, int wireBytes, long at) {}
+
+  /**
+   * An alert for people.
+   *
+   * @param at ms since the epoch
+   * @param kind {@code unconfirmed | expired | relay-key-changed | undelivered}
+   * @param relay relay URL or null
+   * @param targetPubkey the peer concerned or null
+   * @param itemId the item concerned or null
+   * @param text the human text
+   */
+  public record Alert(long at, String kind, String relay, String targetPubkey, String itemId, String text) {}
+
+  /**
+   * A relay's pin and session state.
+   *
+   * @param url relay URL
+   * @param relayPubkey the pinned relay key (base64)
+   * @param presentedPubkey a different key the relay presented and the owner has not confirmed, or null
+   * @param epoch the last seen epoch, or null
+   * @param retentionDays retention from the relay's info (days)
+   * @param lastError last session problem, or null
+   * @param lastOkAt last successful session, ms, or null
+   */
+  public record RelayState(String url, String relayPubkey, String presentedPubkey, String epoch, int retentionDays,
+      String lastError, Long lastOkAt) {}
+
+  /**
+   * The receive position for one relay (seed 000 §4).
+   *
+   * @param relay relay URL
+   * @param epoch the epoch the seqs belong to
+   * @param receivedThrough highest seq durably processed contiguously
+   * @param ackedThrough highest seq acked to the relay in this epoch
+   */
+  public record Position(String relay, String epoch, long receivedThrough, long ackedThrough) {}
+
+  private static Long nullableLong(ResultSet rs, String col) throws SQLException {
+    long v = rs.getLong(col);
+    return rs.wasNull() ? null : v;
+  }
+
+  static final RowMapper<OutboxRow> OUTBOX = rs -> new OutboxRow(rs.getLong("id"), rs.getString("relay"),
+      rs.getString("kind"), rs.getString("item_id"), rs.getString("msg_id"), rs.getString("target_pubkey"),
+      rs.getString("wire_hash"), rs.getString("state"), rs.getInt("attempts"), rs.getLong("next_at"),
+      rs.getString("last_error"), nullableLong(rs, "seq"), rs.getString("epoch"),
+      nullableLong(rs, "deadline_at"));
+
+  static final RowMapper<RelayState> RELAY = rs -> new RelayState(rs.getString("url"), rs.getString("relay_pubkey"),
+      rs.getString("presented_pubkey"), rs.getString("epoch"), rs.getInt("retention_days"),
+      rs.getString("last_error"), nullableLong(rs, "last_ok_at"));
+
+  static final RowMapper<Position> POSITION = rs -> new Position(rs.getString("relay"), rs.getString("epoch"),
+      rs.getLong("received_through"), rs.getLong("acked_through"));
+
+  /**
+   * All outbox rows, oldest first.
+   *
+   * @return the rows
+   * @throws SQLException on storage errors
+   */
+  public synchronized List<OutboxRow> outbox() throws SQLException {
+    return query("SELECT * FROM outbox ORDER BY id", OUTBOX);
+  }
+
+  /**
+   * The outbox rows of one message.
+   *
+   * @param msgId the message (envelope) id
+   * @return its rows (one per target and kind)
+   * @throws SQLException on storage errors
+   */
+  public synchronized List<OutboxRow> outboxFor(String msgId) throws SQLException {
+    return query("SELECT * FROM outbox WHERE msg_id=? ORDER BY id", OUTBOX, msgId);
+  }
+
+  /**
+   * The wire bytes of one outbox row.
+   *
+   * @param id row id
+   * @return the exact bytes stored before the first attempt
+   * @throws SQLException on storage errors
+   */
+  public synchronized Optional<byte[]> outboxWire(long id) throws SQLException {
+    return one("SELECT wire FROM outbox WHERE id=?", rs -> rs.getBytes(1), id);
+  }
+
+  /**
+   * All quarantined items, oldest first.
+   *
+   * @return the rows
+   * @throws SQLException on storage errors
+   */
+  public synchronized List<QuarantineRow> quarantine() throws SQLException {
+    return query("SELECT relay, epoch, seq, kind, item_id, sender_pubkey, reason, length(wire), at FROM quarantine"
+        + " ORDER BY id", rs -> new QuarantineRow(rs.getString(1), rs.getString(2), rs.getLong(3), rs.getString(4),
+            rs.getString(5), rs.getString(6), rs.getString(7), rs.getInt(8), rs.getLong(9)));
+  }
+
+  /**
+   * All alerts, oldest first.
+   *
+   * @return the alerts
+   * @throws SQLException on storage errors
+   */
+  public synchronized List<Alert> alerts() throws SQLException {
+    return query("SELECT at, kind, relay, target_pubkey, item_id, text FROM alerts ORDER BY id",
+        rs -> new Alert(rs.getLong(1), rs.getString(2), rs.getString(3), rs.getString(4), rs.getString(5),
+            rs.getString(6)));
+  }
+
+  /**
+   * All relays with a pinned key.
+   *
+   * @return relay states, by URL
+   * @throws SQLException on storage errors
+   */
+  public synchronized List<RelayState> relays() throws SQLException {
+    return query("SELECT * FROM relays ORDER BY url", RELAY);
+  }
+
+  /**
+   * One relay's state.
+   *
+   * @param url normalized relay URL
+   * @return the state, or empty when no key is pinned for it
+   * @throws SQLException on storage errors
+   */
+  public synchronized Optional<RelayState> relay(String url) throws SQLException {
+    return one("SELECT * FROM relays WHERE url=?", RELAY, RelayPins.normalizeUrl(url));
+  }
+
+  /**
+   * One relay's receive position.
+   *
+   * @param url normalized relay URL
+   * @return the position, or empty before the first session
+   * @throws SQLException on storage errors
+   */
+  public synchronized Optional<Position> position(String url) throws SQLException {
+    return one("SELECT * FROM positions WHERE relay=?", POSITION, RelayPins.normalizeUrl(url));
+  }
+
+  /**
+   * Messages stored by {@link InboxApplication}, oldest first.
+   *
+   * @return {@code (sender_pubkey, msg_id, wire)} entries
+   * @throws SQLException on storage errors
+   */
+  public synchronized List<InboxApplication.Message> inbox() throws SQLException {
+    return query("SELECT sender_pubkey, msg_id, wire, at FROM inbox ORDER BY id",
+        rs -> new InboxApplication.Message(rs.getString(1), rs.getString(2), rs.getBytes(3), rs.getLong(4)));
+  }
+
+  /**
+   * Accepted peers.
+   *
+   * @return host key → name, by key
+   * @throws SQLException on storage errors
+   */
+  public synchronized java.util.Map<String, String> peers() throws SQLException {
+    java.util.Map<String, String> m = new java.util.TreeMap<>();
+    for (String[] p : query("SELECT host_pubkey, name FROM peers", rs -> new String[] {rs.getString(1),
+        rs.getString(2)})) {
+      m.put(p[0], p[1]);
+    }
+    return m;
+  }
+
+  /**
+   * Closes the connection.
+   *
+   * @throws SQLException on close errors
+   */
+  @Override
+  public synchronized void close() throws SQLException {
+    c.close();
+  }
+}

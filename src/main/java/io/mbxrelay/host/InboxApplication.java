@@ -1,0 +1,44 @@
+package io.mbxrelay.host;
+
+import java.sql.PreparedStatement;
+
+/**
+ * A {@link HostApplication} that stores every envelope in the host store's {@code inbox} table, in the item's
+ * transaction (used by {@code mbxrelay host run}). It does not decrypt or verify envelopes. Read the inbox with
+ * {@link HostStore#inbox()}. Stateless; runs on the agent's tick thread.
+ */
+public final class InboxApplication implements HostApplication {
+
+  /**
+   * One stored message.
+   *
+   * @param senderPubkey sender host key (base64)
+   * @param msgId envelope id
+   * @param wire the wire bytes
+   * @param at when stored, ms since the epoch
+   */
+  public record Message(String senderPubkey, String msgId, byte[] wire, long at) {}
+
+  private final java.time.Clock clock;
+
+  /**
+   * @param clock time source for {@link Message#at()}
+   */
+  public InboxApplication(java.time.Clock clock) {
+    this.clock = clock;
+  }
+
+  @Override
+  public Verdict receive(Delivery d) throws Exception {
+    try (PreparedStatement ps = d.connection().prepareStatement(
+        "INSERT INTO inbox(relay, sender_pubkey, msg_id, wire, at) VALUES(?, ?, ?, ?, ?)")) {
+      ps.setString(1, d.relay());
+      ps.setString(2, d.senderPubkey());
+      ps.setString(3, d.msgId());
+      ps.setBytes(4, d.wire());
+      ps.setLong(5, clock.millis());
+      ps.executeUpdate();
+    }
+    return new Verdict.Accepted(null);
+  }
+}

@@ -1,0 +1,57 @@
+package io.mbxrelay.host;
+
+import io.mbxrelay.host.BlockingRelayClient.RelayUnreachable;
+import java.util.Collection;
+import java.util.List;
+
+/**
+ * The blocking relay calls a {@link HostAgent} makes (wire.md §3, §4.3, §6), one instance per (relay URL, pinned relay
+ * key). Every method blocks until the outcome is known and returns the same sealed outcomes as {@link RelayClient};
+ * {@link RelayUnreachable} means the outcome is unknown (connection error, idle timeout or overall deadline). The
+ * default implementation is {@link VertxRelayTransport}; tests wrap it to lose responses. Called by one thread at a
+ * time (the agent's tick thread).
+ */
+public interface RelayTransport extends AutoCloseable {
+
+  /**
+   * Makes a transport for a relay whose key is pinned.
+   */
+  @FunctionalInterface
+  interface Factory {
+    /**
+     * @param relayUrl normalized relay base URL
+     * @param hostName this host's name (sent as {@code x-mbx-host}, used to enrol)
+     * @param relayPubkey the pinned base64 relay key (receipts are verified against it)
+     * @return a new transport (closed by the caller)
+     */
+    RelayTransport open(String relayUrl, String hostName, String relayPubkey);
+  }
+
+  /** @return signed info (wire.md §4.7) @throws RelayUnreachable on I/O */
+  InfoResult info() throws RelayUnreachable;
+
+  /** @param ownerFp owner fingerprint or "" @return enrolment outcome (wire.md §4.1) @throws RelayUnreachable on I/O */
+  EnrolResult enrol(String ownerFp) throws RelayUnreachable;
+
+  /** @param items items to push @return push outcome (wire.md §3) @throws RelayUnreachable on I/O (unknown outcome) */
+  PushResult push(List<PushItem> items) throws RelayUnreachable;
+
+  /**
+   * @param after seq to pull after @param limit page size @param epoch position epoch or null
+   * @return page outcome @throws RelayUnreachable on I/O
+   */
+  PullResult pull(long after, int limit, String epoch) throws RelayUnreachable;
+
+  /** @param epoch epoch @param through seq @return ack outcome @throws RelayUnreachable on I/O */
+  AckResult ack(String epoch, long through) throws RelayUnreachable;
+
+  /**
+   * @param senders accepted sender keys @param iatMs list time, ms
+   * @return publish outcome (wire.md §4.3) @throws RelayUnreachable on I/O
+   */
+  SendersResult publishSenders(Collection<String> senders, long iatMs) throws RelayUnreachable;
+
+  /** Releases the connection pool. */
+  @Override
+  void close();
+}

@@ -1,0 +1,95 @@
+package io.mbxrelay.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.mbxrelay.crypto.Fingerprint;
+import io.mbxrelay.testing.RelayHarness;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Path;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+/** {@code mbxrelay host init|relay set|peer add|send|run|status|quarantine|doctor} against a real relay. */
+class HostStateCommandsTest {
+
+  @TempDir Path dir;
+  RelayHarness relay;
+
+  record Run(int code, String out, String err) {
+    com.fasterxml.jackson.databind.JsonNode json() {
+      return io.mbxrelay.wire.Json.parse(out.strip());
+    }
+  }
+
+  @BeforeEach
+  void start() throws Exception {
+    relay = RelayHarness.start(dir.resolve("relay"));
+  }
+
+  @AfterEach
+  void stop() {
+    relay.close();
+  }
+
+  static Run run(String... args) {
+    CommandLine cl = Main.commandLine();
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    cl.setOut(new PrintWriter(out, true));
+    cl.setErr(new PrintWriter(err, true));
+    int code = cl.execute(args);
+    return new Run(code, out.toString(), err.toString());
+  }
+
+  @Test
+  void twoHostsExchangeADemoMessageThroughTheCliAndTheSenderRowSettles() {
+    String a = dir.resolve("a").toString();
+    String b = dir.resolve("b").toString();
+    String fp = Fingerprint.ofB64(relay.relayKey.publicKeyB64());
+    Run ia = run("host", "init", "--dir", a, "--name", "alpha", "--json");
+    Run ib = run("host", "init", "--dir", b, "--name", "beta", "--json");
+    assertThat(ia.code()).as(ia.err()).isZero();
+    String pa = ia.json().get("pubkey").asText();
+    String pb = ib.json().get("pubkey").asText();
+    assertThat(ia.err()).doesNotContain("privateKey");
+
+    Run bad = run("host", "relay", "set", relay.url(), "--dir", a, "--key", "0000-0000-0000-0000");
+    assertThat(bad.code()).isEqualTo(1);
+    assertThat(bad.err()).contains("nothing pinned");
+    Run set = run("host", "relay", "set", relay.url(), "--dir", a, "--key", fp);
+    assertThat(set.code()).as(set.err()).isZero();
+    assertThat(set.err()).contains("pinned relay key " + fp);
+    assertThat(run("host", "relay", "set", relay.url(), "--dir", b, "--key", fp).code()).isZero();
+    assertThat(run("host", "peer", "add", pb, "--name", "beta", "--dir", a).code()).isZero();
+    assertThat(run("host", "peer", "add", pa, "--name", "alpha", "--dir", b).code()).isZero();
+
+    Run send = run("host", "send", "--dir", a, "--to", pb, "--text", "hello beta", "--json");
+    assertThat(send.code()).as(send.err()).isZero();
+    assertThat(send.err()).contains("NOT encrypted");
+    String msg = send.json().get("msg_id").asText();
+
+    assertThat(run("host", "run", "--once", "--dir", b).code()).isZero(); // enrol
+    Run ra = run("host", "run", "--once", "--dir", a, "--json");
+    assertThat(ra.code()).as(ra.err()).isZero();
+    assertThat(ra.json().get("accepted").asInt()).isEqualTo(1);
+    Run rb = run("host", "run", "--once", "--dir", b, "--json");
+    assertThat(rb.json().get("delivered").asInt()).isEqualTo(1);
+    run("host", "run", "--once", "--dir", b);
+    run("host", "run", "--once", "--dir", a);
+
+    Run sb = run("host", "status", "--dir", b, "--json");
+    assertThat(sb.json().get("inbox").get(0).get("demo_text").asText()).isEqualTo("hello beta");
+    Run sa = run("host", "status", "--dir", a, "--json");
+    assertThat(sa.json().get("outbox").get(0).get("msg_id").asText()).isEqualTo(msg);
+    assertThat(sa.json().get("outbox").get(0).get("state").asText()).isEqualTo("settled");
+    Run q = run("host", "quarantine", "--dir", b, "--json");
+    assertThat(q.json().get("items")).isEmpty();
+    Run d = run("host", "doctor", "--dir", a, "--json");
+    assertThat(d.code()).as(d.err()).isZero();
+    assertThat(d.json().get("ok").asBoolean()).isTrue();
+  }
+}
