@@ -14,9 +14,11 @@ import java.util.Objects;
  * @param limits protocol limits (wire.md §3, §4.7 {@code info.limits})
  * @param timers heartbeat and expiry sweep timers (wire.md §5)
  * @param enrolment which enrolment authority decides (seed 000 §8)
+ * @param admin the admin HTTP server (metrics, health, readiness)
  * @param log log output format
  */
-public record RelayConfig(Http http, Store store, Limits limits, Timers timers, Enrolment enrolment, Log log) {
+public record RelayConfig(Http http, Store store, Limits limits, Timers timers, Enrolment enrolment, Admin admin,
+    Log log) {
 
   public RelayConfig {
     Objects.requireNonNull(http, "http");
@@ -24,6 +26,7 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
     Objects.requireNonNull(limits, "limits");
     Objects.requireNonNull(timers, "timers");
     Objects.requireNonNull(enrolment, "enrolment");
+    Objects.requireNonNull(admin, "admin");
     Objects.requireNonNull(log, "log");
   }
 
@@ -119,6 +122,20 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    * @param authority {@code host-key-challenge} (default, self-hosted relays)
    */
   public record Enrolment(String authority) {}
+
+  /**
+   * The admin HTTP server: {@code GET /metrics} (Prometheus text), {@code /health} and {@code /ready}. It is a
+   * separate listener so the relay port carries only the wire contract, and it binds to loopback by default because
+   * the metrics are for the operator's scraper, not for the internet (docs/operations.md "Admin port").
+   *
+   * @param port admin listen port; 0 = any free port (tests)
+   * @param bind admin listen address
+   * @param readyTimeoutMs a readiness probe transaction not answered by the writer within this many ms counts as
+   *     failed (writer stalled)
+   * @param probeIntervalMs how often a readiness probe transaction is sent to the writer, ms
+   * @param queueScanIntervalMs how often the queue gauges (items, bytes, largest target) are read on the read pool, ms
+   */
+  public record Admin(int port, String bind, long readyTimeoutMs, long probeIntervalMs, long queueScanIntervalMs) {}
 
   /**
    * Logging.

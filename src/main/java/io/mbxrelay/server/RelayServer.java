@@ -7,6 +7,7 @@ import io.mbxrelay.auth.HostKeyChallengeAuthority;
 import io.mbxrelay.auth.SlidingWindowLimiter;
 import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.crypto.Ed25519KeyPair;
+import io.mbxrelay.metrics.RelayMetrics;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.store.sqlite.SqliteRelayStore;
 import io.mbxrelay.store.sqlite.StoreLock;
@@ -14,7 +15,6 @@ import io.vertx.core.DeploymentOptions;
 import io.vertx.core.Future;
 import io.vertx.core.ThreadingModel;
 import io.vertx.core.Vertx;
-import io.vertx.core.VertxOptions;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.ArrayList;
@@ -26,7 +26,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Composition root (STYLE "Composition in one place"): lock the store dir, open the store, build Vert.x, register
- * codecs, deploy the writer and await it, open the read pool, deploy HTTP verticles last. {@link #close()} shuts
+ * codecs, deploy the writer and await it, open the read pool, deploy HTTP verticles, then the admin server
+ * (metrics, health, readiness). {@link #close()} shuts
  * down in reverse.
  */
 public final class RelayServer implements AutoCloseable {
@@ -60,6 +61,7 @@ public final class RelayServer implements AutoCloseable {
   private final SqliteRelayStore.OpenReport openReport;
   private final List<String> deployments;
   private final int port;
+  private int adminPort = -1;
 
   private RelayServer(Vertx vertx, StoreLock lock, ReadStore reads, RelayServices services,
       SqliteRelayStore.OpenReport openReport, List<String> deployments, int port) {
@@ -85,6 +87,7 @@ public final class RelayServer implements AutoCloseable {
     SqliteRelayStore.createStoreDir(options.storeDir());
     StoreLock lock = StoreLock.acquire(options.storeDir(), 60_000);
     Vertx vertx = null;
+    RelayMetrics metrics = null;
     try {
       SqliteRelayStore store = SqliteRelayStore.open(options.storeDir(), relayKey.publicKeyB64(), options.clock(),
           config.limits(), config.store().busyTimeoutMs(), config.timers().heartbeatStaleMs());
@@ -97,10 +100,16 @@ public final class RelayServer implements AutoCloseable {
           }
         });
       }
-      vertx = Vertx.vertx(new VertxOptions().setPreferNativeTransport(false));
+      RelayMetrics.VertxSetup metricsSetup = RelayMetrics.vertxSetup();
+      metrics = new RelayMetrics(metricsSetup.registry(), config);
+      vertx = Vertx.builder().with(metricsSetup.options().setPreferNativeTransport(false))
+          .withMetrics(metricsSetup.factory()).build();
       vertx.eventBus().registerCodec(new LocalCodec());
+      store.commitTimer(metrics::commitNanos);
+      RelayMetrics m = metrics;
       StoreWriterVerticle writer = new StoreWriterVerticle(store, config.store().writerBatchMax(),
-          (n, nanos, failure) -> {});
+          (n, nanos, failure) -> m.writerTransaction(n, nanos, failure == null ? null : failure.kind()));
+      metrics.bindWriter(writer::queueDepth, writer::failStopped);
       List<String> deployments = new ArrayList<>();
       deployments.add(await(vertx.deployVerticle(writer, new DeploymentOptions()
           .setThreadingModel(ThreadingModel.WORKER).setWorkerPoolName("mbx-writer").setWorkerPoolSize(1))));
@@ -113,7 +122,7 @@ public final class RelayServer implements AutoCloseable {
           new ChallengeStore(l.maxOpenChallenges(), l.challengeTtlMs()),
           new SlidingWindowLimiter(l.enrolCallsPerMinute(), 60_000, l.rateTableMaxKeys()),
           new SlidingWindowLimiter(l.pushRequestsPerMinute(), 60_000, l.rateTableMaxKeys()),
-          authority, options.clientAddress(), options.clock());
+          authority, options.clientAddress(), options.clock(), metrics);
       // A negative port asks Vert.x for one random port shared by every instance (Vert.x "random port sharing").
       int listen = options.port() == 0 ? -1 : options.port();
       List<HttpVerticle> instances = new java.util.concurrent.CopyOnWriteArrayList<>();
@@ -123,7 +132,11 @@ public final class RelayServer implements AutoCloseable {
         return v;
       }, new DeploymentOptions().setInstances(config.http().instances()))));
       int port = instances.get(0).actualPort();
-      return new RelayServer(vertx, lock, reads, services, store.openReport(), deployments, port);
+      AdminVerticle admin = new AdminVerticle(services, writer, instances);
+      deployments.add(await(vertx.deployVerticle(admin)));
+      RelayServer server = new RelayServer(vertx, lock, reads, services, store.openReport(), deployments, port);
+      server.adminPort = admin.actualPort();
+      return server;
     } catch (Exception | Error e) {
       if (vertx != null) {
         try {
@@ -131,6 +144,9 @@ public final class RelayServer implements AutoCloseable {
         } catch (Exception ignored) {
           // already failing
         }
+      }
+      if (metrics != null) {
+        metrics.close();
       }
       lock.close();
       throw e;
@@ -150,6 +166,16 @@ public final class RelayServer implements AutoCloseable {
   /** The bound port. */
   public int port() {
     return port;
+  }
+
+  /** The bound admin port ({@code /metrics}, {@code /health}, {@code /ready}). */
+  public int adminPort() {
+    return adminPort;
+  }
+
+  /** The relay's meters. */
+  public RelayMetrics metrics() {
+    return services.metrics();
   }
 
   /** The store epoch served. */
@@ -183,6 +209,7 @@ public final class RelayServer implements AutoCloseable {
     } catch (Exception e) {
       LOG.warn("vert.x close failed [error: {}]", e.toString());
     }
+    services.metrics().close();
     lock.close();
   }
 }

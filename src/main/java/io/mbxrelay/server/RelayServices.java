@@ -6,6 +6,7 @@ import io.mbxrelay.auth.EnrolmentAuthority;
 import io.mbxrelay.auth.SlidingWindowLimiter;
 import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.crypto.Ed25519KeyPair;
+import io.mbxrelay.metrics.RelayMetrics;
 import java.time.Clock;
 import java.util.Objects;
 
@@ -25,6 +26,7 @@ import java.util.Objects;
  * @param authority the enrolment authority
  * @param clientAddress how the client address is found (trust proxy mode)
  * @param clock time source
+ * @param metrics the relay's meters
  */
 public record RelayServices(
     RelayConfig config,
@@ -38,7 +40,8 @@ public record RelayServices(
     SlidingWindowLimiter pushRate,
     EnrolmentAuthority authority,
     ClientAddress clientAddress,
-    Clock clock) {
+    Clock clock,
+    RelayMetrics metrics) {
 
   public RelayServices {
     Objects.requireNonNull(config);
@@ -53,5 +56,6 @@ public record RelayServices(
     Objects.requireNonNull(authority);
     Objects.requireNonNull(clientAddress);
     Objects.requireNonNull(clock);
+    Objects.requireNonNull(metrics);
   }
 }
