@@ -10,7 +10,8 @@ import picocli.CommandLine.Command;
  */
 @Command(name = "mbxrelay", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
     description = "Durable, content-blind store-and-forward relay for AgentMBX hosts.",
-    subcommands = {ServeCommand.class, KeygenCommand.class, HostCommand.class, CommandLine.HelpCommand.class})
+    subcommands = {ServeCommand.class, KeygenCommand.class, HostCommand.class, HealthcheckCommand.class,
+        CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
 
   /**

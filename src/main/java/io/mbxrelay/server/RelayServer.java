@@ -101,9 +101,10 @@ public final class RelayServer implements AutoCloseable {
         });
       }
       RelayMetrics.VertxSetup metricsSetup = RelayMetrics.vertxSetup();
-      metrics = new RelayMetrics(metricsSetup.registry(), config);
       vertx = Vertx.builder().with(metricsSetup.options().setPreferNativeTransport(false))
           .withMetrics(metricsSetup.factory()).build();
+      // after Vert.x: its metrics factory installs registry filters, which must precede every meter
+      metrics = new RelayMetrics(metricsSetup.registry(), config);
       vertx.eventBus().registerCodec(new LocalCodec());
       store.commitTimer(metrics::commitNanos);
       RelayMetrics m = metrics;
