@@ -66,6 +66,18 @@ class DeployAssetsTest {
   }
 
   @Test
+  void docs_configuration_lists_every_knob_of_conf_relay_json_with_its_default_and_environment_variable()
+      throws Exception {
+    JsonNode conf = Json.MAPPER.readTree(Files.readString(Path.of("conf/relay.json")));
+    String doc = Files.readString(Path.of("docs/configuration.md"));
+    conf.fields().forEachRemaining(section -> section.getValue().fields().forEachRemaining(knob -> {
+      String row = "| `" + knob.getKey() + "` | `" + knob.getValue().toString() + "` | `"
+          + io.mbxrelay.config.ConfigLoader.envName(section.getKey(), knob.getKey()) + "` |";
+      assertThat(doc).as(section.getKey() + "." + knob.getKey()).contains(row);
+    }));
+  }
+
+  @Test
   void every_metric_the_alert_rules_and_the_dashboard_use_is_exported_after_a_push_pull_ack_run() throws Exception {
     String rules = Files.readString(Path.of("deploy/prometheus/alerts.yml"));
     JsonNode dashboard = Json.MAPPER.readTree(Files.readString(Path.of("deploy/grafana/mbxrelay-dashboard.json")));
