@@ -15,7 +15,14 @@ RUN groupadd --system --gid 10001 mbxrelay \
 COPY --from=build /src/target/mbxrelay.jar /opt/mbxrelay/mbxrelay.jar
 USER mbxrelay
 ENV MBX_RELAY_DIR=/data
+# Admin server (/metrics, /health, /ready): loopback inside the container, so HEALTHCHECK reaches it and nothing
+# outside does. To scrape from another container set MBX_RELAY_ADMIN_BIND=0.0.0.0 and publish 7375 on a private
+# network only (docs/operations.md "Admin port").
+ENV MBX_RELAY_ADMIN_PORT=7375
 VOLUME ["/data"]
 EXPOSE 7374
+# The JRE image has no curl: the jar's own healthcheck command GETs http://127.0.0.1:$MBX_RELAY_ADMIN_PORT/health.
+HEALTHCHECK --interval=30s --timeout=10s --start-period=30s --retries=3 \
+  CMD ["java", "-Xmx32m", "-XX:TieredStopAtLevel=1", "-jar", "/opt/mbxrelay/mbxrelay.jar", "healthcheck"]
 ENTRYPOINT ["java", "-XX:+ExitOnOutOfMemoryError", "-jar", "/opt/mbxrelay/mbxrelay.jar"]
 CMD ["serve"]

@@ -52,6 +52,7 @@ public final class JwksCache {
   private Fetcher fetcher;
   private Map<String, JWK> keys = Map.of();
   private long lastSuccessMs = Long.MIN_VALUE;
+  private java.util.function.Consumer<Boolean> refreshListener = ok -> {};
   private long lastUnknownKidFetchMs = Long.MIN_VALUE;
   private long fetches;
   private CompletableFuture<Boolean> inFlight;
@@ -154,9 +155,12 @@ public final class JwksCache {
       } else {
         LOG.warn("jwks fetch failed [error: {}]", err.getClass().getSimpleName());
       }
+      java.util.function.Consumer<Boolean> listener;
       synchronized (this) {
         inFlight = null;
+        listener = refreshListener;
       }
+      listener.accept(ok);
       result.complete(ok);
     });
     return result;
@@ -179,6 +183,24 @@ public final class JwksCache {
       lastSuccessMs = clock.millis();
     }
     LOG.debug("jwks installed [keys: {}]", next.size());
+  }
+
+  /**
+   * Age of the cached key set in seconds (metrics: JWKS staleness), or -1 before the first successful fetch.
+   *
+   * @return seconds since the last successful fetch
+   */
+  public synchronized double ageSeconds() {
+    return lastSuccessMs == Long.MIN_VALUE ? -1 : (clock.millis() - lastSuccessMs) / 1000.0;
+  }
+
+  /**
+   * Registers an observer of every fetch outcome (metrics: refresh outcomes).
+   *
+   * @param listener called with true on success, false on failure; on the thread that completed the fetch
+   */
+  public synchronized void onRefresh(java.util.function.Consumer<Boolean> listener) {
+    this.refreshListener = java.util.Objects.requireNonNull(listener);
   }
 
   /** Fetches started since creation (tests, metrics). */

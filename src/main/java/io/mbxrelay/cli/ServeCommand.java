@@ -61,6 +61,7 @@ public final class ServeCommand implements Callable<Integer> {
       e.violations().forEach(v -> System.err.println("  - " + v));
       return 2;
     }
+    LogSetup.apply(cfg.log().json());
     int listenPort;
     try {
       listenPort = port != null ? port : env.get("PORT") != null ? Integer.parseInt(env.get("PORT").trim()) : 7374;
@@ -98,12 +99,16 @@ public final class ServeCommand implements Callable<Integer> {
       System.err.println("[mbxrelay] epoch rotated at startup (" + report.epochRotatedReason() + "): "
           + report.previousEpoch() + " -> " + server.epoch());
     }
-    LOG.info("relay started [version: {}] [store: {}] [epoch: {}] [relay key: {}] [http instances: {}]"
-            + " [read pool: {}] [writer batch: {}] [authority: {}]",
-        RelayServer.version(), dir.toAbsolutePath(), server.epoch(), key.fingerprint(), cfg.http().instances(),
-        cfg.store().readPoolSize(), cfg.store().writerBatchMax(), cfg.enrolment().authority());
+    LOG.info("relay started [version: {}] [store: {}] [epoch: {}] [relay key: {}] [port: {}] [admin: {}:{}]"
+            + " [http instances: {}] [read pool: {}] [writer batch: {}] [authority: {}] [trust proxy: {}]"
+            + " [log json: {}]",
+        RelayServer.version(), dir.toAbsolutePath(), server.epoch(), key.fingerprint(), server.port(),
+        cfg.admin().bind(), server.adminPort(), cfg.http().instances(), cfg.store().readPoolSize(),
+        cfg.store().writerBatchMax(), cfg.enrolment().authority(), mode, cfg.log().json());
     System.out.println("[mbxrelay] untrusted store-and-forward relay listening on :" + server.port()
         + " (store " + dir.toAbsolutePath() + ", epoch " + server.epoch() + ")");
+    System.out.println("[mbxrelay] admin (metrics, health, ready) on " + cfg.admin().bind() + ":"
+        + server.adminPort());
     System.out.println("[mbxrelay] relay key " + key.fingerprint()
         + " (hosts pin it with: mbxrelay host relay set <url> --key " + key.fingerprint() + ")");
     System.out.flush();

@@ -227,6 +227,14 @@ public final class ConfigLoader {
     if (t.heartbeatStaleMs() <= t.heartbeatMs() * 2) {
       v.add("timers.heartbeatStaleMs must be more than twice timers.heartbeatMs");
     }
+    RelayConfig.Admin a = c.admin();
+    range(v, "admin.port", a.port(), 0, 65_535);
+    if (a.bind() == null || a.bind().isBlank()) {
+      v.add("admin.bind must be an address");
+    }
+    range(v, "admin.readyTimeoutMs", a.readyTimeoutMs(), 50, 600_000);
+    range(v, "admin.probeIntervalMs", a.probeIntervalMs(), 50, 3_600_000);
+    range(v, "admin.queueScanIntervalMs", a.queueScanIntervalMs(), 100, 3_600_000);
     if (c.enrolment().authority() == null || !AUTHORITIES.contains(c.enrolment().authority())) {
       v.add("enrolment.authority must be one of " + AUTHORITIES);
     }

@@ -14,12 +14,12 @@ import java.util.Objects;
  * @param limits protocol limits (wire.md §3, §4.7 {@code info.limits})
  * @param timers heartbeat and expiry sweep timers (wire.md §5)
  * @param enrolment which enrolment authority decides (seed 000 §8)
+ * @param admin the admin HTTP server (metrics, health, readiness) and the deny-list admin token
  * @param log log output format
  * @param trust replay protection (issue 3)
- * @param admin the admin endpoint (deny list)
  */
-public record RelayConfig(Http http, Store store, Limits limits, Timers timers, Enrolment enrolment, Log log,
-    Trust trust, Admin admin) {
+public record RelayConfig(Http http, Store store, Limits limits, Timers timers, Enrolment enrolment, Admin admin,
+    Log log, Trust trust) {
 
   public RelayConfig {
     Objects.requireNonNull(http, "http");
@@ -27,6 +27,7 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
     Objects.requireNonNull(limits, "limits");
     Objects.requireNonNull(timers, "timers");
     Objects.requireNonNull(enrolment, "enrolment");
+    Objects.requireNonNull(admin, "admin");
     Objects.requireNonNull(log, "log");
     Objects.requireNonNull(trust, "trust");
     Objects.requireNonNull(admin, "admin");
@@ -141,17 +142,29 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    */
   public record Trust(int replayCacheMaxEntries) {}
 
+
   /**
-   * The admin endpoint ({@code docs/deny-list.md}).
+   * The admin HTTP server: {@code GET /metrics} (Prometheus text), {@code /health} and {@code /ready}. It is a
+   * separate listener so the relay port carries only the wire contract, and it binds to loopback by default because
+   * the metrics are for the operator's scraper, not for the internet (docs/operations.md "Admin port").
    *
-   * @param token bearer token for {@code /admin/deny} (normally from {@code MBX_RELAY_ADMIN_TOKEN}); empty disables
-   *     the endpoint
+   * @param port admin listen port; 0 = any free port (tests)
+   * @param bind admin listen address
+   * @param readyTimeoutMs a readiness probe transaction not answered by the writer within this many ms counts as
+   *     failed (writer stalled)
+   * @param probeIntervalMs how often a readiness probe transaction is sent to the writer, ms
+   * @param queueScanIntervalMs how often the queue gauges (items, bytes, largest target) are read on the read pool, ms
+   * @param token bearer token for {@code /admin/deny} on the relay port (normally from
+   *     {@code MBX_RELAY_ADMIN_TOKEN}); empty disables that endpoint (docs/deny-list.md)
    */
-  public record Admin(String token) {
+  public record Admin(int port, String bind, long readyTimeoutMs, long probeIntervalMs, long queueScanIntervalMs,
+      String token) {
     /** Never prints the token. */
     @Override
     public String toString() {
-      return "Admin[token=" + (token == null || token.isEmpty() ? "unset" : "set") + "]";
+      return "Admin[port=" + port + ", bind=" + bind + ", readyTimeoutMs=" + readyTimeoutMs + ", probeIntervalMs="
+          + probeIntervalMs + ", queueScanIntervalMs=" + queueScanIntervalMs + ", token="
+          + (token == null || token.isEmpty() ? "unset" : "set") + "]";
     }
   }
 

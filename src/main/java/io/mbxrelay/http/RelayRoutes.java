@@ -7,6 +7,10 @@ import io.mbxrelay.auth.EnrolmentAuthority;
 import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.crypto.Ed25519;
 import io.mbxrelay.crypto.HopText;
+import io.mbxrelay.metrics.HopFailure;
+import io.mbxrelay.metrics.Outcome;
+import io.mbxrelay.metrics.RejectReason;
+import io.mbxrelay.server.RateLimitedLogger;
 import io.mbxrelay.server.ReadStore;
 import io.mbxrelay.server.RelayServices;
 import io.mbxrelay.store.AckOutcome;
@@ -54,6 +58,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class RelayRoutes {
   private static final Logger LOG = LoggerFactory.getLogger(RelayRoutes.class);
+  private static final RateLimitedLogger WARN = new RateLimitedLogger(LOG);
+  private static final String HOP_FAILURE = "mbx.hopFailure";
   private static final String RAW = "mbx.raw";
   static final String CALLER = "mbx.caller";
   private static final String HOP_TEXT = "mbx.hopText";
@@ -205,8 +211,10 @@ public final class RelayRoutes {
     } else if (t == null && ctx.statusCode() > 0 && ctx.statusCode() < 500) {
       e = new RelayError(ctx.statusCode(), "bad request", null);
     } else {
-      LOG.warn("request failed [route: {}] [error: {}]", ctx.currentRoute() == null ? "" : ctx.currentRoute().getPath(),
-          t == null ? "status " + ctx.statusCode() : t.getClass().getSimpleName());
+      String route = ctx.currentRoute() == null || ctx.currentRoute().getPath() == null ? ""
+          : ctx.currentRoute().getPath();
+      String error = t == null ? "status " + ctx.statusCode() : t.getClass().getSimpleName();
+      WARN.warn("request failed " + route + error, "request failed [route: {}] [error: {}]", route, error);
       e = RelayError.INTERNAL;
     }
     answer(ctx, e.status(), e.body());
@@ -244,11 +252,14 @@ public final class RelayRoutes {
     String ts = req.getHeader("x-mbx-ts");
     String sig = req.getHeader("x-mbx-sig");
     if (ts == null || sig == null) {
-      return Future.succeededFuture(Optional.empty());
+      return hopFailed(ctx, HopFailure.MISSING_HEADERS);
     }
     OptionalLong t = HopText.parseTs(ts);
-    if (t.isEmpty() || Math.abs(now() - t.getAsLong()) > limits.hopWindowMs()) {
-      return Future.succeededFuture(Optional.empty());
+    if (t.isEmpty()) {
+      return hopFailed(ctx, HopFailure.BAD_TS);
+    }
+    if (Math.abs(now() - t.getAsLong()) > limits.hopWindowMs()) {
+      return hopFailed(ctx, HopFailure.STALE);
     }
     String path = HopText.signedPath(req.path(), req.query());
     String signed = HopText.signedText(req.method().name(), path, ts, raw(ctx));
@@ -257,16 +268,26 @@ public final class RelayRoutes {
     byte[] text = signed.getBytes(StandardCharsets.UTF_8);
     String key = req.getHeader("x-mbx-key");
     if (key != null && !key.isEmpty()) {
-      return s.reads().enrolment(key)
-          .map(e -> e.filter(Enrolment::live).filter(x -> Ed25519.verify(key, text, sig)))
-          .recover(RelayRoutes::lookupFailed);
+      return s.reads().enrolment(key).map(e -> {
+        Optional<Enrolment> live = e.filter(Enrolment::live);
+        if (live.isEmpty()) {
+          ctx.put(HOP_FAILURE, HopFailure.UNKNOWN_KEY);
+          return live;
+        }
+        Optional<Enrolment> ok = live.filter(x -> Ed25519.verify(key, text, sig));
+        if (ok.isEmpty()) {
+          ctx.put(HOP_FAILURE, HopFailure.BAD_SIGNATURE);
+        }
+        return ok;
+      }).recover(err -> lookupFailed(ctx, err));
     }
     String host = req.getHeader("x-mbx-host");
     if (host == null || host.isEmpty()) {
-      return Future.succeededFuture(Optional.empty());
+      return hopFailed(ctx, HopFailure.MISSING_HEADERS);
     }
     return s.reads().liveByName(host, limits.maxPerName() + 1).map(list -> {
       if (list.size() > limits.maxPerName()) {
+        ctx.put(HOP_FAILURE, HopFailure.CROWDED_NAME);
         return Optional.<Enrolment>empty();
       }
       for (Enrolment e : list) {
@@ -274,13 +295,20 @@ public final class RelayRoutes {
           return Optional.of(e);
         }
       }
+      ctx.put(HOP_FAILURE, list.isEmpty() ? HopFailure.UNKNOWN_KEY : HopFailure.BAD_SIGNATURE);
       return Optional.<Enrolment>empty();
-    }).recover(RelayRoutes::lookupFailed);
+    }).recover(err -> lookupFailed(ctx, err));
   }
 
-  private static Future<Optional<Enrolment>> lookupFailed(Throwable err) {
-    LOG.warn("hop lookup failed [error: {}]", err.toString());
+  /** Records why a hop did not verify (counted only where the hop is required) and answers "no caller". */
+  private static Future<Optional<Enrolment>> hopFailed(RoutingContext ctx, HopFailure why) {
+    ctx.put(HOP_FAILURE, why);
     return Future.succeededFuture(Optional.empty());
+  }
+
+  private static Future<Optional<Enrolment>> lookupFailed(RoutingContext ctx, Throwable err) {
+    WARN.warn("hop lookup failed", "hop lookup failed [error: {}]", err.getClass().getSimpleName());
+    return hopFailed(ctx, HopFailure.LOOKUP_FAILED);
   }
 
   private void hopAuth(RoutingContext ctx) {
@@ -306,6 +334,8 @@ public final class RelayRoutes {
         ctx.put(CALLER, caller);
         ctx.next();
       } else {
+        HopFailure why = ctx.get(HOP_FAILURE);
+        s.metrics().hopFailure(why == null ? HopFailure.LOOKUP_FAILED : why);
         ctx.fail(RelayError.BAD_HOP);
       }
     });
@@ -476,6 +506,7 @@ public final class RelayRoutes {
   private void enrolDecided(RoutingContext ctx, String hostName, String key, String ownerFp,
       EnrolmentAuthority.Decision d) {
     if (d == null || !d.ok()) {
+      s.metrics().enrolment(Outcome.DENIED);
       String reason = d == null ? null : d.reason();
       ctx.fail(denied(reason));
       return;
@@ -483,6 +514,13 @@ public final class RelayRoutes {
     String account = d.account();
     s.writes().send(new StoreCommand.Enrol(hostName, key, ownerFp, account,
         account == null ? null : s.authority().name(), d.clientId(), d.org())).onSuccess(outcome -> {
+          s.metrics().enrolment(switch (outcome) {
+            case OK -> Outcome.OK;
+            case FULL -> Outcome.FULL;
+            case REVOKED -> Outcome.REVOKED;
+            case NAME_TAKEN -> Outcome.NAME_TAKEN;
+            case DENIED -> Outcome.DENIED;
+          });
           switch (outcome) {
             case OK -> {
               ObjectNode out = Json.MAPPER.createObjectNode();
@@ -524,9 +562,20 @@ public final class RelayRoutes {
       ArrayNode arr = out.putArray("results");
       for (Future<ObjectNode> f : results) {
         arr.add(f.result());
+        countPushResult(f.result().path("status").asText(""));
       }
       ok(ctx, out);
     }).onFailure(ctx::fail);
+  }
+
+  private void countPushResult(String status) {
+    if (status.equals("accepted")) {
+      s.metrics().itemAccepted();
+    } else if (status.equals("duplicate")) {
+      s.metrics().itemDuplicate();
+    } else {
+      s.metrics().itemRejected(RejectReason.classify(status.startsWith("rejected:") ? status.substring(9) : status));
+    }
   }
 
   private Future<ObjectNode> pushOne(Enrolment caller, JsonNode item, boolean withinRate) {
@@ -656,6 +705,7 @@ public final class RelayRoutes {
       }
       out.put("last_seq", last);
       out.put("more", page.more());
+      s.metrics().pullPage(page.items().size());
       ok(ctx, out);
     }).onFailure(ctx::fail);
   }
@@ -669,17 +719,20 @@ public final class RelayRoutes {
     OptionalLong through = JsNumber.safeFloor(JsNumber.of(body.get("through")));
     s.writes().send(new StoreCommand.Ack(caller.hostPubkey(), epoch, through)).onSuccess(outcome -> {
       if (outcome instanceof AckOutcome.Done d) {
+        s.metrics().ack(Outcome.OK, d.deleted());
         ObjectNode out = Json.MAPPER.createObjectNode();
         out.put("acked_through", d.ackedThrough());
         out.put("deleted", d.deleted());
         out.put("head_seq", d.headSeq());
         ok(ctx, out);
       } else if (outcome instanceof AckOutcome.EpochChanged e) {
+        s.metrics().ack(Outcome.EPOCH_CHANGED, 0);
         ObjectNode extra = Json.MAPPER.createObjectNode();
         extra.put("epoch", e.epoch());
         extra.put("head_seq", e.headSeq());
         ctx.fail(new RelayError(409, EPOCH_CHANGED, "EPOCH", extra));
       } else if (outcome instanceof AckOutcome.BadAck b) {
+        s.metrics().ack(Outcome.BAD_ACK, 0);
         ObjectNode extra = Json.MAPPER.createObjectNode();
         extra.put("epoch", b.epoch());
         extra.put("head_seq", b.headSeq());

@@ -34,6 +34,18 @@ public final class HttpVerticle extends VerticleBase {
     return actualPort;
   }
 
+  /**
+   * Liveness probe: completes once this verticle's event loop ran a task, so a blocked or dead loop never completes
+   * it (the caller bounds the wait). Safe on any thread.
+   *
+   * @return completes on this verticle's event loop
+   */
+  public Future<Void> ping() {
+    io.vertx.core.Promise<Void> p = io.vertx.core.Promise.promise();
+    context.runOnContext(v -> p.complete());
+    return p.future();
+  }
+
   @Override
   public Future<?> start() {
     HttpServerOptions options = new HttpServerOptions()

@@ -248,6 +248,32 @@ public final class ReadStore implements AutoCloseable {
     return read(conn -> head(conn, target));
   }
 
+  /**
+   * Queue totals for the metrics gauges (one scan of the items index per call; the admin verticle calls it on a
+   * timer, never per request).
+   *
+   * @param items stored items, all targets and kinds
+   * @param bytes stored wire bytes, all targets
+   * @param largestTargetItems items of the target with the most items
+   * @param largestTargetBytes bytes of the target with the most bytes
+   */
+  public record QueueStats(long items, long bytes, long largestTargetItems, long largestTargetBytes) {}
+
+  /**
+   * Reads the queue totals in one read transaction.
+   *
+   * @return the totals
+   */
+  public Future<QueueStats> queueStats() {
+    return read(c -> c.query("SELECT coalesce(sum(n), 0), coalesce(sum(b), 0), coalesce(max(n), 0),"
+            + " coalesce(max(b), 0) FROM (SELECT count(*) AS n, sum(bytes) AS b FROM items GROUP BY target_pubkey)")
+        .execute()
+        .map(rows -> {
+          Row r = rows.iterator().next();
+          return new QueueStats(r.getLong(0), r.getLong(1), r.getLong(2), r.getLong(3));
+        }));
+  }
+
   /** A trivial query through the pool (readiness). */
   public Future<Void> probe() {
     return pool.query("SELECT 1").execute().mapEmpty();

@@ -10,6 +10,7 @@ import io.mbxrelay.auth.HostKeyChallengeAuthority;
 import io.mbxrelay.auth.SlidingWindowLimiter;
 import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.crypto.Ed25519KeyPair;
+import io.mbxrelay.metrics.RelayMetrics;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.store.sqlite.SqliteRelayStore;
 import io.mbxrelay.store.sqlite.StoreLock;
@@ -30,7 +31,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Composition root (STYLE "Composition in one place"): lock the store dir, open the store, build Vert.x, register
- * codecs, deploy the writer and await it, open the read pool, deploy HTTP verticles last. {@link #close()} shuts
+ * codecs, deploy the writer and await it, open the read pool, deploy HTTP verticles, then the admin server
+ * (metrics, health, readiness). {@link #close()} shuts
  * down in reverse.
  */
 public final class RelayServer implements AutoCloseable {
@@ -78,6 +80,7 @@ public final class RelayServer implements AutoCloseable {
   private final int port;
   private ExpirySweepVerticle sweep;
   private boolean closed;
+  private int adminPort = -1;
 
   private RelayServer(Vertx vertx, StoreLock lock, ReadStore reads, RelayServices services,
       SqliteRelayStore.OpenReport openReport, List<String> deployments, int port) {
@@ -103,6 +106,7 @@ public final class RelayServer implements AutoCloseable {
     SqliteRelayStore.createStoreDir(options.storeDir());
     StoreLock lock = StoreLock.acquire(options.storeDir(), 60_000);
     Vertx vertx = null;
+    RelayMetrics metrics = null;
     try {
       SqliteRelayStore store = SqliteRelayStore.open(options.storeDir(), relayKey.publicKeyB64(), options.clock(),
           config.limits(), config.store().busyTimeoutMs(), config.timers().heartbeatStaleMs());
@@ -115,10 +119,20 @@ public final class RelayServer implements AutoCloseable {
           }
         });
       }
-      vertx = Vertx.vertx(new VertxOptions().setPreferNativeTransport(false));
+      RelayMetrics.VertxSetup metricsSetup = RelayMetrics.vertxSetup();
+      vertx = Vertx.builder().with(metricsSetup.options().setPreferNativeTransport(false))
+          .withMetrics(metricsSetup.factory()).build();
+      // after Vert.x: its metrics factory installs registry filters, which must precede every meter
+      metrics = new RelayMetrics(metricsSetup.registry(), config);
       vertx.eventBus().registerCodec(new LocalCodec());
+      store.commitTimer(metrics::commitNanos);
+      RelayMetrics m = metrics;
       StoreWriterVerticle writer = new StoreWriterVerticle(store, config.store().writerBatchMax(),
-          options.transactions());
+          (commands, nanos, failure) -> {
+            m.writerTransaction(commands.size(), nanos, failure == null ? null : failure.kind());
+            options.transactions().transaction(commands, nanos, failure);
+          });
+      metrics.bindWriter(writer::queueDepth, writer::failStopped);
       List<String> deployments = new ArrayList<>();
       deployments.add(await(vertx.deployVerticle(writer, new DeploymentOptions()
           .setThreadingModel(ThreadingModel.WORKER).setWorkerPoolName("mbx-writer").setWorkerPoolSize(1))));
@@ -139,16 +153,26 @@ public final class RelayServer implements AutoCloseable {
       TrustServices trust = new TrustServices(
           new HopReplayCache(config.trust().replayCacheMaxEntries(), config.limits().hopWindowMs()),
           adminToken == null || adminToken.isEmpty() ? null : adminToken.getBytes(StandardCharsets.UTF_8), jwks);
+      m.bindReplayCache(() -> trust.replay().size());
+      if (jwks != null) {
+        JwksCache cache = jwks;
+        m.bindJwksAge(cache::ageSeconds);
+        cache.onRefresh(m::jwksRefresh);
+      }
       RelayServices services = new RelayServices(config, relayKey, store.epoch(), version(), reads,
           new StoreClient(vertx, config.store().writerTimeoutMs()),
           new ChallengeStore(l.maxOpenChallenges(), l.challengeTtlMs()),
           new SlidingWindowLimiter(l.enrolCallsPerMinute(), 60_000, l.rateTableMaxKeys()),
           new SlidingWindowLimiter(l.pushRequestsPerMinute(), 60_000, l.rateTableMaxKeys()),
-          authority, options.clientAddress(), options.clock(), trust);
+          authority, options.clientAddress(), options.clock(), trust, metrics);
       deployments.add(await(vertx.deployVerticle(new HeartbeatVerticle(services.writes(),
           config.timers().heartbeatMs()))));
       ExpirySweepVerticle sweep = new ExpirySweepVerticle(services.writes(), config, relayKey, options.clock(),
-          options.onSweep());
+          run -> {
+            m.sweepRun(run.counts().rows(), run.counts().notices(),
+                run.counts().skippedNotEnrolled() + run.counts().skippedOverCap());
+            options.onSweep().accept(run);
+          });
       deployments.add(await(vertx.deployVerticle(sweep)));
       // A negative port asks Vert.x for one random port shared by every instance (Vert.x "random port sharing").
       int listen = options.port() == 0 ? -1 : options.port();
@@ -159,8 +183,11 @@ public final class RelayServer implements AutoCloseable {
         return v;
       }, new DeploymentOptions().setInstances(config.http().instances()))));
       int port = instances.get(0).actualPort();
+      AdminVerticle admin = new AdminVerticle(services, writer, instances);
+      deployments.add(await(vertx.deployVerticle(admin)));
       RelayServer server = new RelayServer(vertx, lock, reads, services, store.openReport(), deployments, port);
       server.sweep = sweep;
+      server.adminPort = admin.actualPort();
       return server;
     } catch (Exception | Error e) {
       if (vertx != null) {
@@ -169,6 +196,9 @@ public final class RelayServer implements AutoCloseable {
         } catch (Exception ignored) {
           // already failing
         }
+      }
+      if (metrics != null) {
+        metrics.close();
       }
       lock.close();
       throw e;
@@ -197,6 +227,16 @@ public final class RelayServer implements AutoCloseable {
   /** The bound port. */
   public int port() {
     return port;
+  }
+
+  /** The bound admin port ({@code /metrics}, {@code /health}, {@code /ready}). */
+  public int adminPort() {
+    return adminPort;
+  }
+
+  /** The relay's meters. */
+  public RelayMetrics metrics() {
+    return services.metrics();
   }
 
   /** The store epoch served. */
@@ -239,6 +279,7 @@ public final class RelayServer implements AutoCloseable {
     } catch (Exception e) {
       LOG.warn("vert.x close failed [error: {}]", e.toString());
     }
+    services.metrics().close();
     lock.close();
   }
 }

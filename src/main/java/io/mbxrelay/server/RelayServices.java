@@ -6,6 +6,7 @@ import io.mbxrelay.auth.EnrolmentAuthority;
 import io.mbxrelay.auth.SlidingWindowLimiter;
 import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.crypto.Ed25519KeyPair;
+import io.mbxrelay.metrics.RelayMetrics;
 import java.time.Clock;
 import java.util.Objects;
 
@@ -26,6 +27,7 @@ import java.util.Objects;
  * @param clientAddress how the client address is found (trust proxy mode)
  * @param clock time source
  * @param trust replay cache, admin token and issuer keys (issue 3)
+ * @param metrics the relay's meters
  */
 public record RelayServices(
     RelayConfig config,
@@ -40,7 +42,8 @@ public record RelayServices(
     EnrolmentAuthority authority,
     ClientAddress clientAddress,
     Clock clock,
-    TrustServices trust) {
+    TrustServices trust,
+    RelayMetrics metrics) {
 
   public RelayServices {
     Objects.requireNonNull(config);
@@ -56,5 +59,6 @@ public record RelayServices(
     Objects.requireNonNull(clientAddress);
     Objects.requireNonNull(clock);
     Objects.requireNonNull(trust);
+    Objects.requireNonNull(metrics);
   }
 }

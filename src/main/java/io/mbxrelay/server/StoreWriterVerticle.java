@@ -28,6 +28,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class StoreWriterVerticle extends VerticleBase {
   private static final Logger LOG = LoggerFactory.getLogger(StoreWriterVerticle.class);
+  private static final RateLimitedLogger WARN = new RateLimitedLogger(LOG);
   private static final DeliveryOptions LOCAL = new DeliveryOptions().setCodecName(LocalCodec.NAME);
 
   /** Observer of each committed or failed transaction (metrics). */
@@ -124,8 +125,8 @@ public final class StoreWriterVerticle extends VerticleBase {
         failStopped = true;
         LOG.error("store corrupt: writer stopped (fail-stop) [error: {}]", e.getMessage());
       } else {
-        LOG.warn("transaction failed [kind: {}] [commands: {}] [error: {}]", e.kind(), commands.size(),
-            e.getMessage());
+        WARN.warn("transaction failed " + e.kind(), "transaction failed [kind: {}] [commands: {}] [error: {}]",
+            e.kind(), commands.size(), e.getMessage());
       }
       int code = e.kind() == StoreException.Kind.INTERNAL ? 500 : 503;
       batch.forEach(m -> m.fail(code, "store unavailable"));

@@ -89,7 +89,8 @@ public sealed interface StoreCommand<R>
   record Heartbeat() implements StoreCommand<Long> {}
 
   /**
-   * A probe transaction for readiness: writes nothing but takes the write lock and commits.
+   * A probe transaction for readiness: takes the write lock, rewrites one meta row with its own value (so the store
+   * must accept a page write) and commits. Result {@code true} when the row was written.
    */
   record Probe() implements StoreCommand<Boolean> {}
 

@@ -49,6 +49,7 @@ public final class ChildRelay implements AutoCloseable {
     pb.environment().remove("MBX_RELAY_KEY");
     pb.environment().remove("MBX_RELAY_TEST_CRASH");
     pb.environment().put("MBX_RELAY_LIMITS_ENROL_CALLS_PER_MINUTE", "100000");
+    pb.environment().put("MBX_RELAY_ADMIN_PORT", "0");
     pb.environment().putAll(env);
     Process p = pb.start();
     List<String> out = new CopyOnWriteArrayList<>();

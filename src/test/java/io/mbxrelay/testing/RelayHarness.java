@@ -54,11 +54,17 @@ public final class RelayHarness implements AutoCloseable {
       throws Exception {
     Map<String, String> e = new HashMap<>(env);
     e.putIfAbsent("MBX_RELAY_HTTP_INSTANCES", "2");
+    e.putIfAbsent("MBX_RELAY_ADMIN_PORT", "0");
     e.putIfAbsent("MBX_RELAY_LIMITS_ENROL_CALLS_PER_MINUTE", "100000");
     e.putIfAbsent("MBX_RELAY_LIMITS_PUSH_REQUESTS_PER_MINUTE", "100000");
     RelayConfig config = ConfigLoader.load(null, e);
     RelayServer server = RelayServer.start(config, key, options);
     return new RelayHarness(server, key, dir, config);
+  }
+
+  /** Admin base URL ({@code /metrics}, {@code /health}, {@code /ready}). */
+  public String adminUrl() {
+    return "http://127.0.0.1:" + server.adminPort();
   }
 
   /** Base URL, e.g. {@code http://127.0.0.1:40123}. */

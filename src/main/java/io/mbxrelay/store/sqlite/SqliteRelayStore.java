@@ -58,6 +58,7 @@ public final class SqliteRelayStore implements RelayStore {
   private volatile String epoch;
   private CommitHook hook = (c, done) -> {};
   private final TrustCommands trust;
+  private java.util.function.LongConsumer commitTimer = nanos -> {};
 
   private SqliteRelayStore(Path file, Connection conn, Clock clock, RelayConfig.Limits limits, String relayPubkey,
       String epoch) {
@@ -176,6 +177,16 @@ public final class SqliteRelayStore implements RelayStore {
   /** Installs the commit hook (test crash harness only). */
   public void commitHook(CommitHook hook) {
     this.hook = Objects.requireNonNull(hook);
+  }
+
+  /**
+   * Installs the COMMIT timer: called on the writer thread with the duration in ns of every COMMIT statement that
+   * returned (the WAL fsync under {@code synchronous=FULL}), so metrics can tell fsync time from statement time.
+   *
+   * @param timer receives the COMMIT duration, ns
+   */
+  public void commitTimer(java.util.function.LongConsumer timer) {
+    this.commitTimer = Objects.requireNonNull(timer);
   }
 
   private OpenReport initialise(long heartbeatStaleMs) throws SQLException, StoreOpenException {
@@ -372,7 +383,9 @@ public final class SqliteRelayStore implements RelayStore {
       }
       hook.at(commands, false);
       try (Statement st = conn.createStatement()) {
+        long start = System.nanoTime();
         st.execute("COMMIT");
+        commitTimer.accept(System.nanoTime() - start);
       }
     } catch (SQLException | RuntimeException e) {
       rollbackQuietly();
@@ -460,8 +473,9 @@ public final class SqliteRelayStore implements RelayStore {
       addOp(op.op(), op.receiptJson());
       return true;
     } else if (command instanceof StoreCommand.Probe) {
-      try (Statement st = conn.createStatement(); ResultSet rs = st.executeQuery("SELECT count(*) FROM meta")) {
-        return rs.next();
+      // A real page write (same value) so a read-only or full store fails the probe, not just a read.
+      try (Statement st = conn.createStatement()) {
+        return st.executeUpdate("UPDATE meta SET v = v WHERE k = 'schema_version'") == 1;
       }
     }
     Object trustResult = trust.run(command); // allowlist, enc-key ads, rotation, deny list (TrustCommands)

@@ -1,0 +1,499 @@
+package io.mbxrelay.metrics;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Meter;
+import io.micrometer.core.instrument.config.MeterFilter;
+import io.micrometer.core.instrument.distribution.DistributionStatisticConfig;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.binder.system.FileDescriptorMetrics;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.mbxrelay.config.RelayConfig;
+import io.mbxrelay.store.StoreException;
+import io.vertx.core.VertxOptions;
+import io.vertx.micrometer.Label;
+import io.vertx.micrometer.MicrometerMetricsFactory;
+import io.vertx.micrometer.MicrometerMetricsOptions;
+import io.vertx.micrometer.VertxPrometheusOptions;
+import io.vertx.core.spi.VertxMetricsFactory;
+import java.time.Duration;
+import java.util.EnumMap;
+import java.util.EnumSet;
+import java.util.Map;
+import java.util.Objects;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
+import java.util.function.DoubleSupplier;
+import java.util.function.IntSupplier;
+import java.util.function.LongSupplier;
+
+/**
+ * The relay's meters (STYLE "Names, comments, logs, metrics"): meter names as constants, every label value from a
+ * bounded enum ({@link RejectReason}, {@link HopFailure}, {@link Outcome}). No host key, item id, host name, account
+ * or free text ever becomes a label value (seed 002 §4).
+ *
+ * <p>One instance per relay process, built by the composition root before Vert.x so that Vert.x's own HTTP server,
+ * event-bus (address label on: {@code io.mbxrelay.server.Addresses} is a small fixed set), JVM and process meters land
+ * in the same {@link PrometheusMeterRegistry}. Names below are Micrometer names; the Prometheus exposition turns
+ * {@code mbxrelay.items.accepted} into {@code mbxrelay_items_accepted_total}, a timer into
+ * {@code _seconds_bucket/_sum/_count/_max}.
+ *
+ * <p>Threading: every method is safe on any thread (Micrometer meters are thread-safe; the bound suppliers are read
+ * on the scrape thread and must be too).
+ */
+public final class RelayMetrics implements AutoCloseable {
+  /** Counter: push items answered {@code accepted} (at least one target fresh). */
+  public static final String ITEMS_ACCEPTED = "mbxrelay.items.accepted";
+  /** Counter: push items answered {@code duplicate} (every target already stored with the same bytes). */
+  public static final String ITEMS_DUPLICATE = "mbxrelay.items.duplicate";
+  /** Counter, label {@code reason} ({@link RejectReason}): push items answered {@code rejected:…}. */
+  public static final String ITEMS_REJECTED = "mbxrelay.items.rejected";
+  /** Gauge: stored items over all targets (all kinds), from the periodic queue scan. */
+  public static final String QUEUE_ITEMS = "mbxrelay.queue.items";
+  /** Gauge: stored wire bytes over all targets, from the periodic queue scan. */
+  public static final String QUEUE_BYTES = "mbxrelay.queue.bytes";
+  /** Gauge: stored items of the target with the most items, from the periodic queue scan. */
+  public static final String QUEUE_LARGEST_TARGET_ITEMS = "mbxrelay.queue.largest.target.items";
+  /** Gauge: stored bytes of the target with the most bytes, from the periodic queue scan. */
+  public static final String QUEUE_LARGEST_TARGET_BYTES = "mbxrelay.queue.largest.target.bytes";
+  /** Gauge: per-target item quota ({@code limits.maxQueueItems}), for "queue near quota" ratios. */
+  public static final String QUEUE_LIMIT_ITEMS = "mbxrelay.queue.limit.items";
+  /** Gauge: per-target byte quota ({@code limits.maxQueueBytes}). */
+  public static final String QUEUE_LIMIT_BYTES = "mbxrelay.queue.limit.bytes";
+  /** Counter: queue scans that failed (the gauges then keep their last values). */
+  public static final String QUEUE_SCAN_FAILURES = "mbxrelay.queue.scan.failures";
+  /** Gauge: write commands waiting for the writer's next transaction. */
+  public static final String WRITER_QUEUE_DEPTH = "mbxrelay.writer.queue.depth";
+  /** Timer: writer transaction, BEGIN to end of COMMIT (or to the failure), seconds. */
+  public static final String WRITER_TRANSACTION = "mbxrelay.writer.transaction";
+  /** Distribution summary: commands per writer transaction (group commit size). */
+  public static final String WRITER_TRANSACTION_COMMANDS = "mbxrelay.writer.transaction.commands";
+  /** Timer: the COMMIT statement alone (the WAL fsync under {@code synchronous=FULL}), seconds. */
+  public static final String WRITER_COMMIT = "mbxrelay.writer.commit";
+  /** Counter, label {@code kind} ({@link Outcome#UNAVAILABLE}, {@link Outcome#CORRUPT}, {@link Outcome#INTERNAL}). */
+  public static final String WRITER_COMMIT_FAILURES = "mbxrelay.writer.commit.failures";
+  /** Gauge: 1 when the writer stopped after corruption (fail-stop), else 0. */
+  public static final String WRITER_FAIL_STOPPED = "mbxrelay.writer.fail.stopped";
+  /** Gauge: 1 when {@code /ready} would answer 200, else 0. */
+  public static final String READY = "mbxrelay.ready";
+  /** Timer: readiness probe transactions, send to answer, seconds. */
+  public static final String READY_PROBE = "mbxrelay.ready.probe";
+  /** Counter: pull pages served (200 answers of {@code GET /v2/relay/items}). */
+  public static final String PULL_PAGES = "mbxrelay.pull.pages";
+  /** Counter: items served in pull pages. */
+  public static final String PULL_ITEMS = "mbxrelay.pull.items";
+  /** Counter, label {@code outcome} ({@link Outcome#OK}, {@link Outcome#EPOCH_CHANGED}, {@link Outcome#BAD_ACK}). */
+  public static final String ACKS = "mbxrelay.acks";
+  /** Counter: items deleted by acks. */
+  public static final String ACKED_ITEMS = "mbxrelay.acked.items";
+  /**
+   * Counter, label {@code outcome} ({@link Outcome#OK}, {@link Outcome#FULL}, {@link Outcome#REVOKED},
+   * {@link Outcome#NAME_TAKEN}, {@link Outcome#DENIED}): enrolment calls that reached the authority.
+   */
+  public static final String ENROLMENTS = "mbxrelay.enrolments";
+  /** Counter, label {@code reason} ({@link HopFailure}): required signed hops that did not verify (401). */
+  public static final String HOP_FAILURES = "mbxrelay.hop.failures";
+  /** Counter: expiry sweep runs. */
+  public static final String SWEEP_RUNS = "mbxrelay.sweep.runs";
+  /** Counter: items expired by sweeps. */
+  public static final String SWEEP_ITEMS_EXPIRED = "mbxrelay.sweep.items.expired";
+  /** Counter: expiry notices enqueued for senders by sweeps. */
+  public static final String SWEEP_NOTICES_ENQUEUED = "mbxrelay.sweep.notices.enqueued";
+  /** Counter: expiry notices skipped by sweeps (sender gone or over quota). */
+  public static final String SWEEP_NOTICES_SKIPPED = "mbxrelay.sweep.notices.skipped";
+  /** Gauge: unix time of the last finished sweep, seconds; 0 until the first. */
+  public static final String SWEEP_LAST_RUN = "mbxrelay.sweep.last.run.timestamp.seconds";
+  /** Gauge: configured sweep interval ({@code timers.sweepIntervalMs}), seconds. */
+  public static final String SWEEP_INTERVAL = "mbxrelay.sweep.interval.seconds";
+  /** Gauge: entries in the hop replay cache (0 until that cache exists). */
+  public static final String REPLAY_CACHE_SIZE = "mbxrelay.replay.cache.size";
+  /** Gauge: age of the JWKS snapshot, seconds (0 until the JWKS authority exists). */
+  public static final String JWKS_AGE = "mbxrelay.jwks.age.seconds";
+  /** Counter, label {@code outcome} ({@link Outcome#OK}, {@link Outcome#FAILED}): JWKS refreshes. */
+  public static final String JWKS_REFRESHES = "mbxrelay.jwks.refreshes";
+
+  /** Label name of the reason class. */
+  public static final String TAG_REASON = "reason";
+  /** Label name of the outcome. */
+  public static final String TAG_OUTCOME = "outcome";
+  /** Label name of the failure kind. */
+  public static final String TAG_KIND = "kind";
+
+  private final PrometheusMeterRegistry registry;
+  private final FileDescriptorMetrics fileDescriptors = new FileDescriptorMetrics();
+  private final Counter accepted;
+  private final Counter duplicate;
+  private final Map<RejectReason, Counter> rejected = new EnumMap<>(RejectReason.class);
+  private final Map<HopFailure, Counter> hopFailures = new EnumMap<>(HopFailure.class);
+  private final Map<Outcome, Counter> acks = new EnumMap<>(Outcome.class);
+  private final Map<Outcome, Counter> enrolments = new EnumMap<>(Outcome.class);
+  private final Map<Outcome, Counter> commitFailures = new EnumMap<>(Outcome.class);
+  private final Map<Outcome, Counter> jwksRefreshes = new EnumMap<>(Outcome.class);
+  private final Counter ackedItems;
+  private final Counter pullPages;
+  private final Counter pullItems;
+  private final Counter scanFailures;
+  private final Timer transaction;
+  private final DistributionSummary transactionCommands;
+  private final Timer commit;
+  private final Timer readyProbe;
+  private final Counter sweepRuns;
+  private final Counter sweepExpired;
+  private final Counter sweepEnqueued;
+  private final Counter sweepSkipped;
+  private final AtomicLong sweepLastRunSeconds = new AtomicLong();
+  private final AtomicLong queueItems = new AtomicLong();
+  private final AtomicLong queueBytes = new AtomicLong();
+  private final AtomicLong largestItems = new AtomicLong();
+  private final AtomicLong largestBytes = new AtomicLong();
+  private volatile IntSupplier writerQueueDepth = () -> 0;
+  private volatile BooleanSupplier writerFailStopped = () -> false;
+  private volatile BooleanSupplier ready = () -> false;
+  private volatile LongSupplier replayCacheSize = () -> 0;
+  private volatile DoubleSupplier jwksAgeSeconds = () -> 0;
+
+  /**
+   * Registers every relay meter.
+   *
+   * @param registry the registry Vert.x also reports into
+   * @param config validated configuration (quota and sweep interval gauges)
+   */
+  public RelayMetrics(PrometheusMeterRegistry registry, RelayConfig config) {
+    this.registry = Objects.requireNonNull(registry);
+    accepted = Counter.builder(ITEMS_ACCEPTED).description("push items accepted").register(registry);
+    duplicate = Counter.builder(ITEMS_DUPLICATE).description("push items answered duplicate").register(registry);
+    for (RejectReason r : RejectReason.values()) {
+      rejected.put(r, Counter.builder(ITEMS_REJECTED).description("push items rejected, by reason class")
+          .tag(TAG_REASON, r.label()).register(registry));
+    }
+    for (HopFailure h : HopFailure.values()) {
+      hopFailures.put(h, Counter.builder(HOP_FAILURES).description("required signed hops that did not verify")
+          .tag(TAG_REASON, h.label()).register(registry));
+    }
+    for (Outcome o : EnumSet.of(Outcome.OK, Outcome.EPOCH_CHANGED, Outcome.BAD_ACK)) {
+      acks.put(o, Counter.builder(ACKS).description("acks, by outcome").tag(TAG_OUTCOME, o.label())
+          .register(registry));
+    }
+    for (Outcome o : EnumSet.of(Outcome.OK, Outcome.FULL, Outcome.REVOKED, Outcome.NAME_TAKEN, Outcome.DENIED)) {
+      enrolments.put(o, Counter.builder(ENROLMENTS).description("enrolments, by outcome")
+          .tag(TAG_OUTCOME, o.label()).register(registry));
+    }
+    for (Outcome o : EnumSet.of(Outcome.UNAVAILABLE, Outcome.CORRUPT, Outcome.INTERNAL)) {
+      commitFailures.put(o, Counter.builder(WRITER_COMMIT_FAILURES)
+          .description("writer transactions that did not commit, by failure kind").tag(TAG_KIND, o.label())
+          .register(registry));
+    }
+    for (Outcome o : EnumSet.of(Outcome.OK, Outcome.FAILED)) {
+      jwksRefreshes.put(o, Counter.builder(JWKS_REFRESHES).description("JWKS refreshes, by outcome")
+          .tag(TAG_OUTCOME, o.label()).register(registry));
+    }
+    ackedItems = Counter.builder(ACKED_ITEMS).description("items deleted by acks").register(registry);
+    pullPages = Counter.builder(PULL_PAGES).description("pull pages served").register(registry);
+    pullItems = Counter.builder(PULL_ITEMS).description("items served in pull pages").register(registry);
+    scanFailures = Counter.builder(QUEUE_SCAN_FAILURES).description("failed queue gauge scans").register(registry);
+    transaction = Timer.builder(WRITER_TRANSACTION).description("writer transaction, BEGIN to end of COMMIT")
+        .publishPercentileHistogram().minimumExpectedValue(Duration.ofNanos(100_000))
+        .maximumExpectedValue(Duration.ofSeconds(30)).register(registry);
+    transactionCommands = DistributionSummary.builder(WRITER_TRANSACTION_COMMANDS)
+        .description("commands per writer transaction").serviceLevelObjectives(1, 2, 4, 8, 16, 32, 64, 128, 256, 512,
+            1024, 4096, 10_000).register(registry);
+    commit = Timer.builder(WRITER_COMMIT).description("COMMIT statement (WAL fsync)").publishPercentileHistogram()
+        .minimumExpectedValue(Duration.ofNanos(100_000)).maximumExpectedValue(Duration.ofSeconds(30))
+        .register(registry);
+    readyProbe = Timer.builder(READY_PROBE).description("readiness probe transaction, send to answer")
+        .register(registry);
+    sweepRuns = Counter.builder(SWEEP_RUNS).description("expiry sweep runs").register(registry);
+    sweepExpired = Counter.builder(SWEEP_ITEMS_EXPIRED).description("items expired by sweeps").register(registry);
+    sweepEnqueued = Counter.builder(SWEEP_NOTICES_ENQUEUED).description("expiry notices enqueued by sweeps")
+        .register(registry);
+    sweepSkipped = Counter.builder(SWEEP_NOTICES_SKIPPED).description("expiry notices skipped by sweeps")
+        .register(registry);
+    Gauge.builder(SWEEP_LAST_RUN, sweepLastRunSeconds, AtomicLong::get)
+        .description("unix time of the last finished expiry sweep, 0 before the first").register(registry);
+    Gauge.builder(SWEEP_INTERVAL, () -> config.timers().sweepIntervalMs() / 1000.0)
+        .description("configured expiry sweep interval").register(registry);
+    Gauge.builder(QUEUE_ITEMS, queueItems, AtomicLong::get).description("stored items, all targets")
+        .register(registry);
+    Gauge.builder(QUEUE_BYTES, queueBytes, AtomicLong::get).description("stored wire bytes, all targets")
+        .register(registry);
+    Gauge.builder(QUEUE_LARGEST_TARGET_ITEMS, largestItems, AtomicLong::get)
+        .description("stored items of the fullest target").register(registry);
+    Gauge.builder(QUEUE_LARGEST_TARGET_BYTES, largestBytes, AtomicLong::get)
+        .description("stored bytes of the largest target").register(registry);
+    Gauge.builder(QUEUE_LIMIT_ITEMS, () -> config.limits().maxQueueItems())
+        .description("per-target item quota").register(registry);
+    Gauge.builder(QUEUE_LIMIT_BYTES, () -> config.limits().maxQueueBytes())
+        .description("per-target byte quota").register(registry);
+    Gauge.builder(WRITER_QUEUE_DEPTH, () -> writerQueueDepth.getAsInt())
+        .description("write commands waiting for the next transaction").register(registry);
+    Gauge.builder(WRITER_FAIL_STOPPED, () -> writerFailStopped.getAsBoolean() ? 1 : 0)
+        .description("1 when the writer stopped after corruption").register(registry);
+    Gauge.builder(READY, () -> ready.getAsBoolean() ? 1 : 0).description("1 when /ready answers 200")
+        .register(registry);
+    Gauge.builder(REPLAY_CACHE_SIZE, () -> replayCacheSize.getAsLong()).description("hop replay cache entries")
+        .register(registry);
+    Gauge.builder(JWKS_AGE, () -> jwksAgeSeconds.getAsDouble()).description("age of the JWKS snapshot")
+        .register(registry);
+    fileDescriptors.bindTo(registry);
+  }
+
+  /**
+   * Builds a Prometheus registry and the Vert.x options and metrics factory that report into it: HTTP server and
+   * event-bus metrics with the labels {@code route}, {@code method}, {@code code}, {@code local} (relay or admin
+   * listener) and {@code address} (event-bus address), JVM and process binders on, histogram buckets only for the
+   * HTTP server response time (1 ms..30 s).
+   * The registry name is unique per call so several relays in one JVM (tests) do not share meters.
+   *
+   * @return the registry and what to give {@code Vertx.builder()}
+   */
+  public static VertxSetup vertxSetup() {
+    PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    // Histogram buckets only where a dashboard takes quantiles (HTTP latency here, the writer timers where they are
+    // built), each trimmed to a useful range: publishing them for every Vert.x timer tripled the scrape.
+    registry.config().meterFilter(new MeterFilter() {
+      @Override
+      public DistributionStatisticConfig configure(Meter.Id id, DistributionStatisticConfig config) {
+        if (!id.getName().equals("vertx.http.server.response.time")) {
+          return config;
+        }
+        return DistributionStatisticConfig.builder().percentilesHistogram(true)
+            .minimumExpectedValue((double) Duration.ofMillis(1).toNanos())
+            .maximumExpectedValue((double) Duration.ofSeconds(30).toNanos()).build().merge(config);
+      }
+    });
+    MicrometerMetricsOptions metrics = new MicrometerMetricsOptions()
+        .setEnabled(true)
+        .setRegistryName("mbxrelay-" + UUID.randomUUID())
+        .setJvmMetricsEnabled(true)
+        .setLabels(EnumSet.of(Label.HTTP_ROUTE, Label.HTTP_METHOD, Label.HTTP_CODE, Label.LOCAL, Label.EB_ADDRESS,
+            Label.EB_SIDE, Label.EB_FAILURE, Label.POOL_TYPE, Label.POOL_NAME))
+        .setPrometheusOptions(new VertxPrometheusOptions().setEnabled(true).setPublishQuantiles(false));
+    return new VertxSetup(registry, new VertxOptions().setMetricsOptions(metrics),
+        new MicrometerMetricsFactory(registry));
+  }
+
+  /**
+   * What {@link #vertxSetup()} returns.
+   *
+   * @param registry the shared Prometheus registry
+   * @param options Vert.x options with the metrics options set (callers add their own settings)
+   * @param factory the metrics factory bound to {@code registry}
+   */
+  public record VertxSetup(PrometheusMeterRegistry registry, VertxOptions options, VertxMetricsFactory factory) {}
+
+  /** The registry (the admin server scrapes it). */
+  public PrometheusMeterRegistry registry() {
+    return registry;
+  }
+
+  // ---- push, pull, ack, enrol, hop ----
+
+  /** One push item answered {@code accepted}. */
+  public void itemAccepted() {
+    accepted.increment();
+  }
+
+  /** One push item answered {@code duplicate}. */
+  public void itemDuplicate() {
+    duplicate.increment();
+  }
+
+  /**
+   * One push item answered {@code rejected:<why>}.
+   *
+   * @param reason its class ({@link RejectReason#classify(String)})
+   */
+  public void itemRejected(RejectReason reason) {
+    rejected.get(reason).increment();
+  }
+
+  /**
+   * One pull page served.
+   *
+   * @param items items in the page
+   */
+  public void pullPage(int items) {
+    pullPages.increment();
+    pullItems.increment(items);
+  }
+
+  /**
+   * One ack answered.
+   *
+   * @param outcome {@link Outcome#OK}, {@link Outcome#EPOCH_CHANGED} or {@link Outcome#BAD_ACK}
+   * @param deleted items deleted (0 unless OK)
+   */
+  public void ack(Outcome outcome, long deleted) {
+    Counter c = acks.get(outcome);
+    if (c == null) {
+      throw new IllegalArgumentException("not an ack outcome: " + outcome);
+    }
+    c.increment();
+    ackedItems.increment(deleted);
+  }
+
+  /**
+   * One enrolment call that reached the authority.
+   *
+   * @param outcome {@link Outcome#OK}, {@link Outcome#FULL}, {@link Outcome#REVOKED}, {@link Outcome#NAME_TAKEN} or
+   *     {@link Outcome#DENIED}
+   */
+  public void enrolment(Outcome outcome) {
+    Counter c = enrolments.get(outcome);
+    if (c == null) {
+      throw new IllegalArgumentException("not an enrolment outcome: " + outcome);
+    }
+    c.increment();
+  }
+
+  /**
+   * One required hop that did not verify.
+   *
+   * @param reason why
+   */
+  public void hopFailure(HopFailure reason) {
+    hopFailures.get(reason).increment();
+  }
+
+  // ---- writer ----
+
+  /**
+   * One writer transaction ended. Writer thread.
+   *
+   * @param commands commands in it
+   * @param nanos BEGIN to end of COMMIT or failure, ns
+   * @param failure null when committed, else the failure kind
+   */
+  public void writerTransaction(int commands, long nanos, StoreException.Kind failure) {
+    transaction.record(nanos, TimeUnit.NANOSECONDS);
+    transactionCommands.record(commands);
+    if (failure != null) {
+      commitFailures.get(switch (failure) {
+        case UNAVAILABLE -> Outcome.UNAVAILABLE;
+        case CORRUPT -> Outcome.CORRUPT;
+        case INTERNAL -> Outcome.INTERNAL;
+      }).increment();
+    }
+  }
+
+  /**
+   * One COMMIT statement returned. Writer thread.
+   *
+   * @param nanos its duration, ns
+   */
+  public void commitNanos(long nanos) {
+    commit.record(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  /**
+   * Binds the writer gauges.
+   *
+   * @param queueDepth commands waiting (read on the scrape thread; approximate is fine)
+   * @param failStopped fail-stop flag
+   */
+  public void bindWriter(IntSupplier queueDepth, BooleanSupplier failStopped) {
+    this.writerQueueDepth = Objects.requireNonNull(queueDepth);
+    this.writerFailStopped = Objects.requireNonNull(failStopped);
+  }
+
+  // ---- readiness and queue scan ----
+
+  /**
+   * Binds the readiness gauge.
+   *
+   * @param ready true when {@code /ready} would answer 200
+   */
+  public void bindReady(BooleanSupplier ready) {
+    this.ready = Objects.requireNonNull(ready);
+  }
+
+  /**
+   * One readiness probe answered (successfully or not).
+   *
+   * @param nanos send to answer, ns
+   */
+  public void readyProbe(long nanos) {
+    readyProbe.record(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  /**
+   * Result of one queue scan.
+   *
+   * @param items stored items, all targets
+   * @param bytes stored bytes, all targets
+   * @param largestTargetItems items of the fullest target
+   * @param largestTargetBytes bytes of the largest target
+   */
+  public void queueScan(long items, long bytes, long largestTargetItems, long largestTargetBytes) {
+    queueItems.set(items);
+    queueBytes.set(bytes);
+    largestItems.set(largestTargetItems);
+    largestBytes.set(largestTargetBytes);
+  }
+
+  /** One queue scan failed; the gauges keep their last values. */
+  public void queueScanFailed() {
+    scanFailures.increment();
+  }
+
+  // ---- expiry sweep (called by the sweep verticle) ----
+
+  /**
+   * One expiry sweep run finished.
+   *
+   * @param expired items expired (turned into tombstones or deleted)
+   * @param noticesEnqueued expiry notices enqueued for senders
+   * @param noticesSkipped expiry notices not enqueued
+   */
+  public void sweepRun(long expired, long noticesEnqueued, long noticesSkipped) {
+    sweepRuns.increment();
+    sweepExpired.increment(expired);
+    sweepEnqueued.increment(noticesEnqueued);
+    sweepSkipped.increment(noticesSkipped);
+    sweepLastRunSeconds.set(System.currentTimeMillis() / 1000);
+  }
+
+  // ---- replay cache and JWKS (bound by their owners) ----
+
+  /**
+   * Binds the replay-cache size gauge (until bound it reads 0).
+   *
+   * @param size entries in the cache
+   */
+  public void bindReplayCache(LongSupplier size) {
+    this.replayCacheSize = Objects.requireNonNull(size);
+  }
+
+  /**
+   * Binds the JWKS age gauge (until bound it reads 0).
+   *
+   * @param ageSeconds age of the current JWKS snapshot, seconds
+   */
+  public void bindJwksAge(DoubleSupplier ageSeconds) {
+    this.jwksAgeSeconds = Objects.requireNonNull(ageSeconds);
+  }
+
+  /**
+   * One JWKS refresh finished.
+   *
+   * @param ok true when a new snapshot was installed
+   */
+  public void jwksRefresh(boolean ok) {
+    jwksRefreshes.get(ok ? Outcome.OK : Outcome.FAILED).increment();
+  }
+
+  /** Prometheus text exposition of every meter (tests; the admin server uses the Vert.x scraping handler). */
+  public String scrape() {
+    return registry.scrape();
+  }
+
+  /** Closes the registry (after Vert.x closed: Vert.x does not close a registry it was given). */
+  @Override
+  public void close() {
+    registry.close();
+  }
+}

@@ -1,0 +1,199 @@
+package io.mbxrelay.server;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.mbxrelay.config.RelayConfig;
+import io.mbxrelay.metrics.RelayMetrics;
+import io.mbxrelay.store.StoreCommand;
+import io.mbxrelay.wire.Json;
+import io.vertx.core.Future;
+import io.vertx.core.VerticleBase;
+import io.vertx.core.eventbus.ReplyException;
+import io.vertx.core.eventbus.ReplyFailure;
+import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerOptions;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import io.vertx.micrometer.PrometheusScrapingHandler;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The admin HTTP server (docs/operations.md "Admin port"): {@code GET /metrics} (Prometheus text, via the Vert.x
+ * Micrometer scraping handler), {@code GET /health} (liveness) and {@code GET /ready} (readiness). It listens on its
+ * own address and port ({@code admin.bind}, {@code admin.port}), never on the relay port, so the relay port keeps
+ * exactly the wire contract.
+ *
+ * <p>It also owns two timers: the readiness probe (a {@link StoreCommand.Probe} transaction through
+ * {@link StoreClient} every {@code admin.probeIntervalMs}, at most one outstanding) and the queue scan (queue gauges
+ * from one read on the read pool every {@code admin.queueScanIntervalMs}).
+ *
+ * <p>Liveness ({@code /health}, 200 {@code {"status":"up"}} or 503): every HTTP verticle's event loop ran a task
+ * within {@code admin.readyTimeoutMs}. Readiness ({@code /ready}, 200 {@code {"ready":true}} or 503
+ * {@code {"ready":false,"failing":[…]}}): the writer is not fail-stopped, the epoch is loaded, the last probe
+ * transaction committed (the store took a page write) and answered within {@code admin.readyTimeoutMs}, no probe is
+ * outstanding for longer than that bound, and the read pool answers. Bodies name checks, never keys or data.
+ *
+ * <p>Threading: an event-loop verticle; the readiness fields are volatile because the {@code mbxrelay_ready} gauge
+ * reads them on the scrape thread.
+ */
+public final class AdminVerticle extends VerticleBase {
+  private static final Logger LOG = LoggerFactory.getLogger(AdminVerticle.class);
+  private static final RateLimitedLogger WARN = new RateLimitedLogger(LOG);
+
+  private final RelayServices services;
+  private final StoreWriterVerticle writer;
+  private final List<HttpVerticle> loops;
+  private final RelayConfig.Admin config;
+  private final RelayMetrics metrics;
+  private volatile long probeSentAt = -1;
+  private volatile long lastAnsweredAt = -1;
+  private volatile long lastProbeNanos;
+  private volatile String lastFailure;
+  private volatile int actualPort = -1;
+
+  /**
+   * @param services shared services (config, store client, read store, metrics)
+   * @param writer the writer (fail-stop flag)
+   * @param loops the HTTP verticle instances whose event loops {@code /health} checks
+   */
+  public AdminVerticle(RelayServices services, StoreWriterVerticle writer, List<HttpVerticle> loops) {
+    this.services = Objects.requireNonNull(services);
+    this.writer = Objects.requireNonNull(writer);
+    this.loops = List.copyOf(loops);
+    this.config = services.config().admin();
+    this.metrics = services.metrics();
+  }
+
+  /** The admin port actually bound, after start. */
+  public int actualPort() {
+    return actualPort;
+  }
+
+  @Override
+  public Future<?> start() {
+    metrics.bindReady(() -> failing().isEmpty());
+    Router r = Router.router(vertx);
+    r.get("/metrics").handler(PrometheusScrapingHandler.create(metrics.registry()));
+    r.get("/health").handler(this::health);
+    r.get("/ready").handler(this::ready);
+    probe(0L);
+    scan(0L);
+    vertx.setPeriodic(config.probeIntervalMs(), this::probe);
+    vertx.setPeriodic(config.queueScanIntervalMs(), this::scan);
+    // HTTP/1.1 only: scrapers and probes need nothing else, and an h2c upgrade of a large scrape answer broke
+    // the JDK client in tests.
+    HttpServer server = vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(false))
+        .requestHandler(r);
+    return server.listen(config.port(), config.bind()).onSuccess(s -> actualPort = s.actualPort());
+  }
+
+  private void probe(Long timer) {
+    if (probeSentAt >= 0) {
+      return; // one outstanding probe at most: a stalled writer is not fed a probe per tick
+    }
+    long sent = System.nanoTime();
+    probeSentAt = sent;
+    services.writes().send(new StoreCommand.Probe()).onComplete(ar -> {
+      long took = System.nanoTime() - sent;
+      metrics.readyProbe(took);
+      lastProbeNanos = took;
+      if (ar.succeeded() && Boolean.TRUE.equals(ar.result())) {
+        lastFailure = null;
+      } else {
+        lastFailure = ar.succeeded() ? "probe wrote nothing" : describe(ar.cause());
+        WARN.warn("probe", "readiness probe failed [error: {}]", lastFailure);
+      }
+      lastAnsweredAt = System.nanoTime();
+      probeSentAt = -1;
+    });
+  }
+
+  private static String describe(Throwable t) {
+    if (t instanceof ReplyException rx) {
+      if (rx.failureType() == ReplyFailure.TIMEOUT) {
+        return "writer request timed out";
+      }
+      if (rx.failureType() == ReplyFailure.NO_HANDLERS) {
+        return "writer not running";
+      }
+      return rx.failureCode() == 503 ? "store unavailable" : "store command failed";
+    }
+    return t.getClass().getSimpleName();
+  }
+
+  private void scan(Long timer) {
+    services.reads().queueStats().onSuccess(q -> metrics.queueScan(q.items(), q.bytes(), q.largestTargetItems(),
+        q.largestTargetBytes())).onFailure(e -> {
+          metrics.queueScanFailed();
+          WARN.warn("scan", "queue scan failed [error: {}]", e.getClass().getSimpleName());
+        });
+  }
+
+  /** The failing readiness checks, empty when ready. Safe on any thread. */
+  List<String> failing() {
+    List<String> out = new ArrayList<>();
+    if (writer.failStopped()) {
+      out.add("writer stopped after store corruption (fail-stop)");
+    }
+    if (services.epoch() == null || services.epoch().isEmpty()) {
+      out.add("epoch not loaded");
+    }
+    long bound = TimeUnit.MILLISECONDS.toNanos(config.readyTimeoutMs());
+    long sent = probeSentAt;
+    String failure = lastFailure;
+    if (sent >= 0 && System.nanoTime() - sent > bound) {
+      out.add("writer did not answer the probe transaction within " + config.readyTimeoutMs() + " ms");
+    } else if (lastAnsweredAt < 0) {
+      out.add("no probe transaction answered yet");
+    } else if (failure != null) {
+      out.add("store not writable: " + failure);
+    } else if (lastProbeNanos > bound) {
+      out.add("writer answered the last probe transaction in "
+          + TimeUnit.NANOSECONDS.toMillis(lastProbeNanos) + " ms (bound " + config.readyTimeoutMs() + " ms)");
+    }
+    return out;
+  }
+
+  private void health(RoutingContext ctx) {
+    List<Future<Void>> pings = new ArrayList<>(loops.size());
+    loops.forEach(l -> pings.add(l.ping()));
+    Future.all(pings).timeout(config.readyTimeoutMs(), TimeUnit.MILLISECONDS).onComplete(ar -> {
+      ObjectNode body = Json.MAPPER.createObjectNode();
+      if (ar.succeeded()) {
+        body.put("status", "up");
+        body.put("event_loops", loops.size());
+        answer(ctx, 200, body);
+      } else {
+        body.put("status", "down");
+        body.putArray("failing").add("an HTTP event loop did not answer within " + config.readyTimeoutMs() + " ms");
+        answer(ctx, 503, body);
+      }
+    });
+  }
+
+  private void ready(RoutingContext ctx) {
+    services.reads().probe().timeout(config.readyTimeoutMs(), TimeUnit.MILLISECONDS).onComplete(ar -> {
+      List<String> failing = failing();
+      if (ar.failed()) {
+        failing.add("read pool did not answer");
+      }
+      ObjectNode body = Json.MAPPER.createObjectNode();
+      body.put("ready", failing.isEmpty());
+      if (!failing.isEmpty()) {
+        ArrayNode arr = body.putArray("failing");
+        failing.forEach(arr::add);
+      }
+      answer(ctx, failing.isEmpty() ? 200 : 503, body);
+    });
+  }
+
+  private static void answer(RoutingContext ctx, int status, ObjectNode body) {
+    ctx.response().setStatusCode(status).putHeader("content-type", "application/json")
+        .putHeader("cache-control", "no-store").end(Json.stringify(body));
+  }
+}

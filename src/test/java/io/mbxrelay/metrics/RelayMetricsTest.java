@@ -1,0 +1,85 @@
+package io.mbxrelay.metrics;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.mbxrelay.config.ConfigLoader;
+import io.mbxrelay.store.StoreException;
+import io.mbxrelay.testing.Scrape;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The meters whose callers other components own (expiry sweep, JWKS refresh, replay cache) and the reject-text
+ * classification, exercised directly.
+ */
+class RelayMetricsTest {
+  private static RelayMetrics metrics() throws Exception {
+    return new RelayMetrics(new PrometheusMeterRegistry(PrometheusConfig.DEFAULT), ConfigLoader.load(null, Map.of()));
+  }
+
+  @Test
+  void a_sweep_run_moves_runs_expired_notices_and_the_last_run_time() throws Exception {
+    try (RelayMetrics m = metrics()) {
+      long before = System.currentTimeMillis() / 1000;
+      m.sweepRun(5, 3, 2);
+      m.sweepRun(1, 0, 1);
+      Scrape s = Scrape.parse(m.scrape());
+      assertThat(s.value("mbxrelay_sweep_runs_total")).isEqualTo(2);
+      assertThat(s.value("mbxrelay_sweep_items_expired_total")).isEqualTo(6);
+      assertThat(s.value("mbxrelay_sweep_notices_enqueued_total")).isEqualTo(3);
+      assertThat(s.value("mbxrelay_sweep_notices_skipped_total")).isEqualTo(3);
+      assertThat(s.value("mbxrelay_sweep_last_run_timestamp_seconds")).isGreaterThanOrEqualTo(before);
+      assertThat(s.value("mbxrelay_sweep_interval_seconds")).isEqualTo(600);
+    }
+  }
+
+  @Test
+  void jwks_and_replay_cache_gauges_read_zero_until_bound_then_their_supplier() throws Exception {
+    try (RelayMetrics m = metrics()) {
+      Scrape s = Scrape.parse(m.scrape());
+      assertThat(s.value("mbxrelay_jwks_age_seconds")).isZero();
+      assertThat(s.value("mbxrelay_replay_cache_size")).isZero();
+      m.bindJwksAge(() -> 42.5);
+      m.bindReplayCache(() -> 7);
+      m.jwksRefresh(true);
+      m.jwksRefresh(false);
+      m.jwksRefresh(false);
+      s = Scrape.parse(m.scrape());
+      assertThat(s.value("mbxrelay_jwks_age_seconds")).isEqualTo(42.5);
+      assertThat(s.value("mbxrelay_replay_cache_size")).isEqualTo(7);
+      assertThat(s.value("mbxrelay_jwks_refreshes_total", "outcome=\"ok\"")).isEqualTo(1);
+      assertThat(s.value("mbxrelay_jwks_refreshes_total", "outcome=\"failed\"")).isEqualTo(2);
+    }
+  }
+
+  @Test
+  void a_corrupt_or_internal_transaction_failure_is_counted_by_kind() throws Exception {
+    try (RelayMetrics m = metrics()) {
+      m.writerTransaction(3, 1_000_000, StoreException.Kind.CORRUPT);
+      m.writerTransaction(1, 1_000_000, StoreException.Kind.INTERNAL);
+      m.writerTransaction(2, 1_000_000, null);
+      Scrape s = Scrape.parse(m.scrape());
+      assertThat(s.value("mbxrelay_writer_commit_failures_total", "kind=\"corrupt\"")).isEqualTo(1);
+      assertThat(s.value("mbxrelay_writer_commit_failures_total", "kind=\"internal\"")).isEqualTo(1);
+      assertThat(s.value("mbxrelay_writer_transaction_seconds_count")).isEqualTo(3);
+      assertThat(s.value("mbxrelay_writer_transaction_commands_sum")).isEqualTo(6);
+    }
+  }
+
+  @Test
+  void every_reject_text_of_wire_md_maps_to_its_bounded_class() {
+    assertThat(RejectReason.classify("rate")).isEqualTo(RejectReason.RATE);
+    assertThat(RejectReason.classify("bad kind")).isEqualTo(RejectReason.BAD_ITEM);
+    assertThat(RejectReason.classify("bad targets")).isEqualTo(RejectReason.BAD_ITEM);
+    assertThat(RejectReason.classify("sender not accepted by target")).isEqualTo(RejectReason.SENDER_NOT_ACCEPTED);
+    assertThat(RejectReason.classify("item id is not the envelope id")).isEqualTo(RejectReason.ENVELOPE);
+    assertThat(RejectReason.classify("envelope body is not sealed")).isEqualTo(RejectReason.ENVELOPE);
+    assertThat(RejectReason.classify("item id is not the receipt id")).isEqualTo(RejectReason.RECEIPT);
+    assertThat(RejectReason.classify("receipt is not signed by the sending host")).isEqualTo(RejectReason.RECEIPT);
+    assertThat(RejectReason.classify("quota:owner queue bytes exceeded for some-host")).isEqualTo(RejectReason.QUOTA);
+    assertThat(RejectReason.classify("host not paired")).isEqualTo(RejectReason.OTHER);
+    assertThat(RejectReason.classify(null)).isEqualTo(RejectReason.OTHER);
+  }
+}
