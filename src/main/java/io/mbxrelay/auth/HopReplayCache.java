@@ -2,8 +2,11 @@ package io.mbxrelay.auth;
 
 import io.mbxrelay.wire.Hashes;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -17,10 +20,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * is lenient (wire.md §1), so one signature has many spellings, while the signed text of an exact replay is identical.
  * An entry lives until {@code ts + windowMs}; after that the hop is stale anyway.
  *
- * <p>Bounded: at most {@code maxEntries}. Expired entries are swept at most once a second on insert, and always before
- * refusing for capacity. When the cache is full of live entries a new hop is refused ({@link Result#FULL}, answered
- * 503) rather than accepted without protection. Thread-safe (shared by every HTTP verticle instance); methods are
- * short and synchronized, O(1) except the sweep (O(size), at most once a second).
+ * <p>Bounded, and never a way to lock other hosts out: at most {@code maxPerKey} entries per caller key (a key over its
+ * share loses protection for its own oldest entries only) and at most {@code maxEntries} in all (over that, the
+ * oldest entry overall is evicted, which at worst falls back to the reference's ±window behaviour for that old hop;
+ * it never refuses anyone). Expired entries are swept at most once a second. Thread-safe (shared by every HTTP
+ * verticle instance); methods are short and synchronized, O(1) except the sweep (O(size), at most once a second).
  */
 public final class HopReplayCache {
   /** What {@link #admit} decided. */
@@ -28,27 +32,31 @@ public final class HopReplayCache {
     /** First time seen: remembered. */
     FRESH,
     /** Seen before inside its freshness window: refuse (401 {@code bad relay hop}). */
-    REPLAY,
-    /** Cache full of live entries: refuse with 503, try again later. */
-    FULL
+    REPLAY
   }
 
+  private record Entry(String key, long until) {}
+
   private final int maxEntries;
+  private final int maxPerKey;
   private final long windowMs;
-  private final Map<String, Long> seen = new HashMap<>();
+  private final LinkedHashMap<String, Entry> seen = new LinkedHashMap<>();
+  private final Map<String, LinkedHashSet<String>> byKey = new HashMap<>();
   private long lastSweep = Long.MIN_VALUE;
   private final AtomicLong replays = new AtomicLong();
-  private final AtomicLong refusedFull = new AtomicLong();
+  private final AtomicLong evicted = new AtomicLong();
 
   /**
-   * @param maxEntries most hops remembered (config {@code trust.replayCacheMaxEntries})
+   * @param maxEntries most hops remembered in all (config {@code trust.replayCacheMaxEntries})
+   * @param maxPerKey most hops remembered per caller key (config {@code trust.replayCacheMaxPerKey})
    * @param windowMs the hop freshness window, ms (config {@code limits.hopWindowMs}, wire.md §2: 300,000)
    */
-  public HopReplayCache(int maxEntries, long windowMs) {
-    if (maxEntries < 1 || windowMs < 1) {
-      throw new IllegalArgumentException("maxEntries and windowMs must be positive");
+  public HopReplayCache(int maxEntries, int maxPerKey, long windowMs) {
+    if (maxEntries < 1 || maxPerKey < 1 || windowMs < 1) {
+      throw new IllegalArgumentException("maxEntries, maxPerKey and windowMs must be positive");
     }
     this.maxEntries = maxEntries;
+    this.maxPerKey = maxPerKey;
     this.windowMs = windowMs;
   }
 
@@ -59,24 +67,46 @@ public final class HopReplayCache {
    * @param signedText the exact signed hop text (wire.md §2)
    * @param tsMs the hop's parsed {@code x-mbx-ts}, epoch ms
    * @param nowMs now, epoch ms
-   * @return {@link Result#FRESH}, {@link Result#REPLAY} or {@link Result#FULL}
+   * @return {@link Result#FRESH} or {@link Result#REPLAY}
    */
   public synchronized Result admit(String callerKey, String signedText, long tsMs, long nowMs) {
     String id = Hashes.sha256Hex((callerKey + "\n" + signedText).getBytes(StandardCharsets.UTF_8));
-    Long until = seen.get(id);
-    if (until != null && until >= nowMs) {
+    Entry e = seen.get(id);
+    if (e != null && e.until >= nowMs) {
       replays.incrementAndGet();
       return Result.REPLAY;
     }
-    if (nowMs - lastSweep >= 1000 || seen.size() >= maxEntries) {
+    if (nowMs - lastSweep >= 1000) {
       sweep(nowMs);
     }
-    if (until == null && seen.size() >= maxEntries) {
-      refusedFull.incrementAndGet();
-      return Result.FULL;
+    if (e != null) {
+      remove(id);
     }
-    seen.put(id, tsMs + windowMs);
+    seen.put(id, new Entry(callerKey, tsMs + windowMs));
+    LinkedHashSet<String> mine = byKey.computeIfAbsent(callerKey, k -> new LinkedHashSet<>());
+    mine.add(id);
+    if (mine.size() > maxPerKey) {
+      remove(mine.iterator().next());
+      evicted.incrementAndGet();
+    }
+    if (seen.size() > maxEntries) {
+      remove(seen.keySet().iterator().next());
+      evicted.incrementAndGet();
+    }
     return Result.FRESH;
+  }
+
+  private void remove(String id) {
+    Entry e = seen.remove(id);
+    if (e != null) {
+      LinkedHashSet<String> ids = byKey.get(e.key);
+      if (ids != null) {
+        ids.remove(id);
+        if (ids.isEmpty()) {
+          byKey.remove(e.key);
+        }
+      }
+    }
   }
 
   /**
@@ -87,15 +117,14 @@ public final class HopReplayCache {
    */
   public synchronized int sweep(long nowMs) {
     lastSweep = nowMs;
-    int dropped = 0;
-    Iterator<Long> it = seen.values().iterator();
-    while (it.hasNext()) {
-      if (it.next() < nowMs) {
-        it.remove();
-        dropped++;
+    List<String> expired = new ArrayList<>();
+    for (Map.Entry<String, Entry> en : seen.entrySet()) {
+      if (en.getValue().until < nowMs) {
+        expired.add(en.getKey());
       }
     }
-    return dropped;
+    expired.forEach(this::remove);
+    return expired.size();
   }
 
   /** Hops remembered right now (for a gauge). */
@@ -108,8 +137,8 @@ public final class HopReplayCache {
     return replays.get();
   }
 
-  /** Hops refused because the cache was full, since start (for a counter). */
-  public long refusedFull() {
-    return refusedFull.get();
+  /** Live entries evicted to stay within the bounds, since start (for a counter). */
+  public long evicted() {
+    return evicted.get();
   }
 }

@@ -69,6 +69,10 @@ public final class ServeCommand implements Callable<Integer> {
       System.err.println("[mbxrelay] PORT must be a number");
       return 2;
     }
+    if (listenPort < 0 || listenPort > 65535) {
+      System.err.println("[mbxrelay] the port must be between 0 and 65535 (is " + listenPort + ")");
+      return 2;
+    }
     ClientAddress mode;
     CrashPoint crash;
     try {

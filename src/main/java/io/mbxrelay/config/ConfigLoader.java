@@ -52,12 +52,17 @@ public final class ConfigLoader {
           merge(tree, (ObjectNode) file, "", violations);
         }
       } catch (IOException e) {
-        violations.add("config file " + operatorFile + " cannot be read: " + e.getClass().getSimpleName());
+        violations.add("config file " + operatorFile + (e instanceof java.nio.file.NoSuchFileException
+            ? " does not exist" : e instanceof com.fasterxml.jackson.core.JsonProcessingException
+            ? " is not valid JSON (" + ((com.fasterxml.jackson.core.JsonProcessingException) e).getOriginalMessage() + ")"
+            : " cannot be read"));
       }
     }
     applyEnv(tree, env, violations);
+    // Values of the wrong type were never merged (the defaults stand in), so the tree always maps and every range
+    // violation is reported together with the type violations.
     RelayConfig config = null;
-    if (violations.isEmpty()) {
+    {
       try {
         config = MAPPER.treeToValue(tree, RelayConfig.class);
       } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
@@ -262,6 +267,7 @@ public final class ConfigLoader {
       }
     }
     range(v, "trust.replayCacheMaxEntries", c.trust().replayCacheMaxEntries(), 1, 100_000_000);
+    range(v, "trust.replayCacheMaxPerKey", c.trust().replayCacheMaxPerKey(), 1, 100_000_000);
     String token = c.admin().token();
     if (token != null && !token.isEmpty() && token.length() < 32) {
       v.add("admin.token (MBX_RELAY_ADMIN_TOKEN) must be at least 32 characters when set");

@@ -137,10 +137,11 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
   /**
    * Replay protection beyond the reference (issue 3 item 7).
    *
-   * @param replayCacheMaxEntries most accepted state-changing hops remembered for the hop window; when full (after a
-   *     sweep) further state-changing requests are answered 503 rather than accepted unprotected
+   * @param replayCacheMaxEntries most accepted state-changing hops remembered for the hop window in all; over it the
+   *     oldest entry is evicted (never a refusal, so no host can lock others out)
+   * @param replayCacheMaxPerKey most remembered per caller key; a key over its share loses only its own oldest entries
    */
-  public record Trust(int replayCacheMaxEntries) {}
+  public record Trust(int replayCacheMaxEntries, int replayCacheMaxPerKey) {}
 
 
   /**

@@ -26,7 +26,6 @@ import io.mbxrelay.wire.JsNumber;
 import io.mbxrelay.wire.Utf8;
 import io.mbxrelay.wire.WireCheck;
 import io.vertx.core.Future;
-import io.vertx.core.MultiMap;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.eventbus.ReplyException;
@@ -84,6 +83,28 @@ public final class RelayRoutes {
   }
 
   /**
+   * The server's request handler: the router, behind a guard for request paths with a malformed percent escape, which
+   * Vert.x Web would answer with an empty non-JSON 400 before any route runs. Such a path can match no route, so it is
+   * answered like any unknown path without a valid hop: 401 {@code {"error":"bad relay hop"}} (wire.md §3 routing
+   * order), and the connection is closed without reading the body.
+   *
+   * @param vertx Vert.x
+   * @return the handler to install on the HTTP server
+   */
+  public io.vertx.core.Handler<HttpServerRequest> requestHandler(Vertx vertx) {
+    Router router = router(vertx);
+    return req -> {
+      if (!QueryParams.wellFormedPath(req.path())) {
+        req.response().setStatusCode(401).putHeader("content-type", "application/json")
+            .putHeader("date", DateTimeFormatter.RFC_1123_DATE_TIME.format(ZonedDateTime.now(ZoneOffset.UTC)))
+            .putHeader("connection", "close").end(RelayError.BAD_HOP.body());
+        return;
+      }
+      router.handle(req);
+    };
+  }
+
+  /**
    * Builds the router.
    *
    * @param vertx Vert.x
@@ -123,7 +144,8 @@ public final class RelayRoutes {
   private void readBody(RoutingContext ctx) {
     HttpServerRequest req = ctx.request();
     ctx.response().putHeader("date", DateTimeFormatter.RFC_1123_DATE_TIME.format(ZonedDateTime.now(ZoneOffset.UTC)));
-    int cap = smallBodyPath(req.path()) ? s.config().http().maxSmallBodyBytes() : s.config().http().maxBodyBytes();
+    int cap = smallBodyPath(stripTrailingSlashes(req.path())) ? s.config().http().maxSmallBodyBytes()
+        : s.config().http().maxBodyBytes();
     String declared = req.getHeader("content-length");
     if (declared != null) {
       long len;
@@ -234,8 +256,12 @@ public final class RelayRoutes {
     } catch (IllegalArgumentException e) {
       throw RelayError.badRequest("request body is not valid JSON");
     }
-    if (n == null || !n.isObject()) {
+    if (n == null || n.isNull()) {
       throw RelayError.badRequest("request body must be a JSON object");
+    }
+    if (!n.isObject()) {
+      // JS reads members of an array, number or string as undefined: behave as for an empty object
+      return Json.MAPPER.createObjectNode();
     }
     return (ObjectNode) n;
   }
@@ -249,8 +275,8 @@ public final class RelayRoutes {
   /** Verifies the signed hop; empty when it does not verify. Never fails. */
   private Future<Optional<Enrolment>> verifyHop(RoutingContext ctx) {
     HttpServerRequest req = ctx.request();
-    String ts = req.getHeader("x-mbx-ts");
-    String sig = req.getHeader("x-mbx-sig");
+    String ts = header(req, "x-mbx-ts");
+    String sig = header(req, "x-mbx-sig");
     if (ts == null || sig == null) {
       return hopFailed(ctx, HopFailure.MISSING_HEADERS);
     }
@@ -266,7 +292,7 @@ public final class RelayRoutes {
     ctx.put(HOP_TEXT, signed);
     ctx.put(HOP_TS, t.getAsLong());
     byte[] text = signed.getBytes(StandardCharsets.UTF_8);
-    String key = req.getHeader("x-mbx-key");
+    String key = header(req, "x-mbx-key");
     if (key != null && !key.isEmpty()) {
       return s.reads().enrolment(key).map(e -> {
         Optional<Enrolment> live = e.filter(Enrolment::live);
@@ -281,7 +307,7 @@ public final class RelayRoutes {
         return ok;
       }).recover(err -> lookupFailed(ctx, err));
     }
-    String host = req.getHeader("x-mbx-host");
+    String host = header(req, "x-mbx-host");
     if (host == null || host.isEmpty()) {
       return hopFailed(ctx, HopFailure.MISSING_HEADERS);
     }
@@ -311,24 +337,37 @@ public final class RelayRoutes {
     return hopFailed(ctx, HopFailure.LOOKUP_FAILED);
   }
 
+  /** A header as Node presents it: repeated values joined with {@code ", "}. */
+  private static String header(HttpServerRequest req, String name) {
+    List<String> all = req.headers().getAll(name);
+    return all.isEmpty() ? null : all.size() == 1 ? all.get(0) : String.join(", ", all);
+  }
+
+  /** The signed POST routes that change state (their exact replays are refused). */
+  private static final Set<String> STATE_CHANGING = Set.of("/v2/relay/items", "/v2/relay/ack", "/v2/relay/senders",
+      "/v1/relay/enc-key", "/v2/relay/enc-key", "/v1/relay/messages", "/v1/relay/ack");
+
+  static String stripTrailingSlashes(String path) {
+    int end = path.length();
+    while (end > 1 && path.charAt(end - 1) == '/') {
+      end--;
+    }
+    return path.substring(0, end);
+  }
+
   private void hopAuth(RoutingContext ctx) {
     verifyHop(ctx).onComplete(ar -> {
       if (ar.succeeded() && ar.result().isPresent()) {
         Enrolment caller = ar.result().get();
-        if (ctx.request().method() != io.vertx.core.http.HttpMethod.GET
-            && ctx.request().method() != io.vertx.core.http.HttpMethod.HEAD) {
+        if (ctx.request().method() == io.vertx.core.http.HttpMethod.POST
+            && STATE_CHANGING.contains(stripTrailingSlashes(ctx.request().path()))) {
           // Replay protection beyond the reference (issue 3 item 7): an exact replay of a state-changing hop inside
-          // its freshness window is refused as a bad hop; a retry re-signed with a fresh ts is a new hop.
-          switch (s.trust().replay().admit(caller.hostPubkey(), ctx.get(HOP_TEXT), ctx.<Long>get(HOP_TS), now())) {
-            case REPLAY -> {
-              ctx.fail(RelayError.BAD_HOP);
-              return;
-            }
-            case FULL -> {
-              ctx.fail(new RelayError(503, "replay cache full; retry later", null));
-              return;
-            }
-            default -> { }
+          // its freshness window is refused as a bad hop; a retry re-signed with a fresh ts is a new hop. Only routes
+          // that change state are remembered, so requests to unknown paths cannot fill the cache.
+          if (s.trust().replay().admit(caller.hostPubkey(), ctx.get(HOP_TEXT), ctx.<Long>get(HOP_TS), now())
+              == io.mbxrelay.auth.HopReplayCache.Result.REPLAY) {
+            ctx.fail(RelayError.BAD_HOP);
+            return;
           }
         }
         ctx.put(CALLER, caller);
@@ -550,7 +589,7 @@ public final class RelayRoutes {
     ObjectNode body = bodyObject(ctx);
     JsonNode items = body.get("items");
     if (items == null || !items.isArray() || items.size() > limits.maxBatch()) {
-      throw new RelayError(400, "batch must be an array of at most " + limits.maxBatch(), "BAD_BATCH");
+      throw new RelayError(400, "batch must be an array of at most " + limits.maxBatch(), null);
     }
     boolean withinRate = s.pushRate().tryAcquire(caller.hostPubkey(), now());
     List<Future<ObjectNode>> results = new ArrayList<>(items.size());
@@ -676,7 +715,7 @@ public final class RelayRoutes {
 
   private void pull(RoutingContext ctx) {
     Enrolment caller = ctx.get(CALLER);
-    MultiMap q = ctx.queryParams();
+    QueryParams q = QueryParams.parse(ctx.request().query());
     double afterN = Math.floor(JsNumber.ofString(q.get("after")));
     long after = Double.isNaN(afterN) || afterN < 0 ? 0 : (long) Math.min(afterN, JsNumber.MAX_SAFE);
     String limitRaw = q.get("limit");
@@ -754,8 +793,12 @@ public final class RelayRoutes {
       return CanonicalJson.canonicalize(n);
     }
     if (n.isArray()) {
-      return "";
+      // Array.prototype.toString: elements joined with ",", null and undefined as ""
+      List<String> parts = new ArrayList<>();
+      n.forEach(e -> parts.add(e.isNull() ? "" : jsString(e)));
+      return String.join(",", parts);
     }
     return "[object Object]";
   }
+
 }

@@ -190,8 +190,9 @@ final class TrustRoutes {
 
   private void encKeyGet(RoutingContext ctx) {
     Enrolment caller = ctx.get(RelayRoutes.CALLER);
-    String pubkey = ctx.queryParams().get("pubkey");
-    String host = ctx.queryParams().get("host");
+    QueryParams q = QueryParams.parse(ctx.request().query());
+    String pubkey = q.get("pubkey");
+    String host = q.get("host");
     Future<Optional<String>> key;
     if (pubkey != null && !pubkey.isEmpty()) {
       key = Future.succeededFuture(Optional.of(pubkey));

@@ -138,7 +138,7 @@ final class V1Routes {
 
   private void pull(RoutingContext ctx) {
     Enrolment caller = ctx.get(RelayRoutes.CALLER);
-    double afterN = Math.floor(JsNumber.ofString(ctx.queryParams().get("after")));
+    double afterN = Math.floor(JsNumber.ofString(QueryParams.parse(ctx.request().query()).get("after")));
     long after = Double.isNaN(afterN) || afterN < 0 ? 0 : (long) Math.min(afterN, JsNumber.MAX_SAFE);
     s.reads().pull(caller.hostPubkey(), after, s.config().limits().maxPull(), s.config().limits().maxPullBytes())
         .onSuccess(page -> {

@@ -54,7 +54,7 @@ public final class HttpVerticle extends VerticleBase {
         .setMaxInitialLineLength(16 * 1024)
         .setMaxHeaderSize(16 * 1024)
         .setCompressionSupported(false);
-    HttpServer server = vertx.createHttpServer(options).requestHandler(new RelayRoutes(services).router(vertx));
+    HttpServer server = vertx.createHttpServer(options).requestHandler(new RelayRoutes(services).requestHandler(vertx));
     return server.listen(port, host).onSuccess(s -> actualPort = s.actualPort());
   }
 }

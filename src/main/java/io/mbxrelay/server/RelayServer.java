@@ -151,7 +151,8 @@ public final class RelayServer implements AutoCloseable {
       }
       String adminToken = config.admin().token();
       TrustServices trust = new TrustServices(
-          new HopReplayCache(config.trust().replayCacheMaxEntries(), config.limits().hopWindowMs()),
+          new HopReplayCache(config.trust().replayCacheMaxEntries(), config.trust().replayCacheMaxPerKey(),
+              config.limits().hopWindowMs()),
           adminToken == null || adminToken.isEmpty() ? null : adminToken.getBytes(StandardCharsets.UTF_8), jwks);
       m.bindReplayCache(() -> trust.replay().size());
       if (jwks != null) {

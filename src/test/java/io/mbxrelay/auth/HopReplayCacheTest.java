@@ -4,12 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import org.junit.jupiter.api.Test;
 
-/** {@link HopReplayCache}: exact replays refused inside the window, bounded, swept. */
+/** {@link HopReplayCache}: exact replays refused inside the window, bounded per key and in all, swept. */
 class HopReplayCacheTest {
 
   @Test
   void an_exact_replay_is_refused_until_its_ts_leaves_the_window_and_a_re_signed_hop_passes() {
-    HopReplayCache c = new HopReplayCache(10, 300_000);
+    HopReplayCache c = new HopReplayCache(10, 10, 300_000);
     assertThat(c.admit("k", "text@1000", 1000, 1000)).isEqualTo(HopReplayCache.Result.FRESH);
     assertThat(c.admit("k", "text@1000", 1000, 2000)).isEqualTo(HopReplayCache.Result.REPLAY);
     assertThat(c.admit("other", "text@1000", 1000, 2000)).as("keyed by caller too").isEqualTo(HopReplayCache.Result.FRESH);
@@ -21,13 +21,26 @@ class HopReplayCacheTest {
   }
 
   @Test
-  void a_full_cache_sweeps_first_and_refuses_only_when_every_entry_is_still_live() {
-    HopReplayCache c = new HopReplayCache(2, 1000);
-    assertThat(c.admit("k", "a", 0, 0)).isEqualTo(HopReplayCache.Result.FRESH);
-    assertThat(c.admit("k", "b", 0, 0)).isEqualTo(HopReplayCache.Result.FRESH);
-    assertThat(c.admit("k", "c", 0, 10)).isEqualTo(HopReplayCache.Result.FULL);
-    assertThat(c.refusedFull()).isEqualTo(1);
-    assertThat(c.admit("k", "c", 2000, 2000)).isEqualTo(HopReplayCache.Result.FRESH);
-    assertThat(c.size()).isEqualTo(1);
+  void one_key_flooding_the_cache_only_evicts_its_own_entries_and_never_locks_out_another_host() {
+    HopReplayCache c = new HopReplayCache(100, 3, 300_000);
+    assertThat(c.admit("victim", "v1", 0, 0)).isEqualTo(HopReplayCache.Result.FRESH);
+    for (int i = 0; i < 1000; i++) {
+      assertThat(c.admit("flooder", "f" + i, 0, 0)).isEqualTo(HopReplayCache.Result.FRESH);
+    }
+    assertThat(c.size()).isEqualTo(4); // 3 of the flooder's, 1 of the victim's
+    assertThat(c.admit("victim", "v1", 0, 1)).as("the victim keeps its protection").isEqualTo(HopReplayCache.Result.REPLAY);
+    assertThat(c.admit("victim", "v2", 0, 1)).isEqualTo(HopReplayCache.Result.FRESH);
+    assertThat(c.evicted()).isEqualTo(997);
+  }
+
+  @Test
+  void a_full_cache_evicts_its_oldest_entry_instead_of_refusing() {
+    HopReplayCache c = new HopReplayCache(2, 10, 300_000);
+    assertThat(c.admit("a", "x", 0, 0)).isEqualTo(HopReplayCache.Result.FRESH);
+    assertThat(c.admit("b", "y", 0, 0)).isEqualTo(HopReplayCache.Result.FRESH);
+    assertThat(c.admit("c", "z", 0, 0)).isEqualTo(HopReplayCache.Result.FRESH);
+    assertThat(c.size()).isEqualTo(2);
+    assertThat(c.admit("b", "y", 0, 1)).isEqualTo(HopReplayCache.Result.REPLAY);
+    assertThat(c.evicted()).isEqualTo(1);
   }
 }

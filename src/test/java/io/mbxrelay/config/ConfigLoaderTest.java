@@ -46,7 +46,7 @@ class ConfigLoaderTest {
     assertThatThrownBy(() -> ConfigLoader.load(f, Map.of("MBX_RELAY_STORE_READ_POOL_SIZE", "lots")))
         .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.violations()).containsExactlyInAnyOrder(
             "unknown setting http.nope", "limits.maxBatch must be an integer",
-            "MBX_RELAY_STORE_READ_POOL_SIZE must be an integer"));
+            "MBX_RELAY_STORE_READ_POOL_SIZE must be an integer", "http.instances must be between 1 and 64 (is 0)"));
     assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("MBX_RELAY_HTTP_INSTANCES", "0",
         "MBX_RELAY_LIMITS_RETENTION_DAYS", "0", "MBX_RELAY_ENROLMENT_AUTHORITY", "magic")))
         .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.violations()).hasSize(3)

@@ -206,8 +206,12 @@ public final class SqliteOps {
           st.executeUpdate("backup to " + partial);
         }
       }
+      // key order of wire.md §5: v,type,at,store,file,bytes,sha256,epoch,relay_fingerprint,schema_version,heartbeat,
+      // counts,restore (bytes and sha256 are filled in once the file is in place)
       receipt = Json.MAPPER.createObjectNode().put("v", 1).put("type", "relay-backup").put("at", at)
           .put("store", dir.toAbsolutePath().toString()).put("file", target.toString());
+      receipt.putNull("bytes");
+      receipt.putNull("sha256");
       try (Connection copy = connect(partial, 5000); Statement st = copy.createStatement()) {
         st.execute("PRAGMA journal_mode=DELETE");
         try (ResultSet rs = st.executeQuery("PRAGMA integrity_check")) {
