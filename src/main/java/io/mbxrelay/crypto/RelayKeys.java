@@ -123,7 +123,7 @@ public final class RelayKeys {
       // first start: create below
     }
     Ed25519KeyPair created = Ed25519KeyPair.generate();
-    if (create(storeDir, file, toFileJson(created))) {
+    if (createPrivateFile(file, toFileJson(created))) {
       return created;
     }
     return read(file); // someone else created it first: theirs wins
@@ -138,8 +138,18 @@ public final class RelayKeys {
     }
   }
 
-  /** Creates {@code file} with {@code content}; false if it appeared meanwhile. */
-  private static boolean create(Path dir, Path file, String content) throws IOException {
+  /**
+   * Creates an owner-only file for key material: its directory 0700 when missing, the file written 0600 from the
+   * start (never chmod after writing), forced to disk, then linked into place so a concurrent creator's file is never
+   * replaced. Shared by the relay key and the host key.
+   *
+   * @param file the file to create
+   * @param content its text
+   * @return false if the file appeared meanwhile (the caller reads that one)
+   * @throws IOException on I/O failure
+   */
+  public static boolean createPrivateFile(Path file, String content) throws IOException {
+    Path dir = file.toAbsolutePath().getParent();
     boolean posix = dir.getFileSystem().supportedFileAttributeViews().contains("posix");
     if (!Files.isDirectory(dir)) {
       if (posix) {

@@ -102,33 +102,7 @@ public final class HostKeys {
    * @return false if the file appeared meanwhile
    */
   static boolean createPrivateFile(Path file, String content) throws IOException {
-    Path dir = file.toAbsolutePath().getParent();
-    boolean posix = dir.getFileSystem().supportedFileAttributeViews().contains("posix");
-    if (!Files.isDirectory(dir)) {
-      if (posix) {
-        Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
-      } else {
-        Files.createDirectories(dir);
-      }
-    }
-    Path tmp = dir.resolve(file.getFileName() + ".partial-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
-    try {
-      writeNew(tmp, content, posix);
-      try {
-        Files.createLink(file, tmp);
-      } catch (FileAlreadyExistsException e) {
-        return false;
-      } catch (UnsupportedOperationException e) {
-        try {
-          Files.move(tmp, file); // no REPLACE_EXISTING: never clobbers
-        } catch (FileAlreadyExistsException e2) {
-          return false;
-        }
-      }
-      return true;
-    } finally {
-      Files.deleteIfExists(tmp);
-    }
+    return RelayKeys.createPrivateFile(file, content);
   }
 
   /** Writes a new 0600 file and forces it to disk. */
