@@ -9,4 +9,5 @@ package io.mbxrelay.host;
  * @param why what was wrong, e.g. {@code info v is not 2}
  */
 public record BadAnswer(int status, String why)
-    implements InfoResult, EnrolResult, PushResult, PullResult, AckResult, SendersResult {}
+    implements InfoResult, EnrolResult, PushResult, PullResult, AckResult, SendersResult,
+    EncAdResult {}

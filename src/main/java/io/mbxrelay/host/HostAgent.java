@@ -531,7 +531,70 @@ public final class HostAgent implements AutoCloseable {
       enrol(t, relayPub, cache);
     }
     publishAllowlist(t, relayPub);
+    publishEncAd(t, relayPub, info);
     return relayPub;
+  }
+
+  /**
+   * This host's X25519 encryption key, base64 (32 bytes), generated with BouncyCastle and kept in the host store on
+   * first use. Peers seal envelopes for it; the relay advertises it (wire.md §4.2).
+   *
+   * @return the base64 public key
+   * @throws SQLException when the store fails
+   */
+  public String encPublicKey() throws SQLException {
+    Optional<String> pub = store.setting("enc_pub");
+    if (pub.isPresent()) {
+      return pub.get();
+    }
+    org.bouncycastle.crypto.params.X25519PrivateKeyParameters priv =
+        new org.bouncycastle.crypto.params.X25519PrivateKeyParameters(new java.security.SecureRandom());
+    String encoded = io.mbxrelay.wire.B64.encode(priv.generatePublicKey().getEncoded());
+    store.putSetting("enc_priv", io.mbxrelay.wire.B64.encode(priv.getEncoded()));
+    store.putSetting("enc_pub", encoded);
+    return encoded;
+  }
+
+  /**
+   * wire.md §6 step 5: publish the enc-key ad (v2, then v1) when none was published for this relay, it is more than
+   * 24 h old, the key or the epoch changed, or {@code you.enc_ad} no longer shows it. A v2 404 means an old relay (v1
+   * must then succeed); once v2 succeeded, v1 failures are tolerated. A failure is retried on the next tick.
+   */
+  private void publishEncAd(Tick t, String relayPub, RelayInfo info) throws Exception {
+    String encPub = encPublicKey();
+    String stateKey = "enc_ad:" + url;
+    JsonNode last = store.setting(stateKey).map(Json::parse).orElse(null);
+    JsonNode shown = info.you().map(RelayInfo.You::encAd).orElse(null);
+    boolean drift = shown == null || shown.isNull()
+        || !(encPub.equals(shown.path("enc_pub").asText(null)) || encPub.equals(shown.path("v1").asText(null)));
+    boolean due = last == null || now() - last.path("at").asLong() > 86_400_000L
+        || !encPub.equals(last.path("enc_pub").asText()) || !info.epoch().equals(last.path("epoch").asText())
+        || drift;
+    if (!due) {
+      return;
+    }
+    String name = info.you().map(RelayInfo.You::host).orElse(options.hostName());
+    EncAdResult v2;
+    EncAdResult v1;
+    try {
+      v2 = transport(relayPub).publishEncAd(name, encPub, now());
+      v1 = transport(relayPub).publishEncAdV1(name, encPub);
+    } catch (RelayUnreachable e) {
+      t.notes.add("enc-key ad not published (relay unreachable); retried next tick");
+      return;
+    }
+    boolean v2ok = v2 instanceof EncAdResult.Published;
+    boolean oldRelay = v2 instanceof Refused f && f.status() == 404;
+    if (v2ok || (oldRelay && v1 instanceof EncAdResult.Published)) {
+      ObjectNode state = Json.MAPPER.createObjectNode().put("at", now()).put("epoch", info.epoch())
+          .put("enc_pub", encPub).put("v2", v2ok);
+      store.putSetting(stateKey, Json.stringify(state));
+      t.notes.add("enc-key ad published (" + (v2ok ? "v2" : "v1 only: the relay has no v2 ads") + ")");
+    } else {
+      EncAdResult why = v2ok || oldRelay ? v1 : v2;
+      t.notes.add("enc-key ad refused: " + (why instanceof Refused f ? f.status() + " " + f.error() : "bad answer")
+          + "; retried next tick");
+    }
   }
 
   private RelayInfo info(Tick t, String relayPub) throws Exception {

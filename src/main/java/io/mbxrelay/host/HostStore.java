@@ -62,6 +62,18 @@ public final class HostStore implements AutoCloseable {
    * @throws SQLException when the file cannot be opened or migrated
    */
   public static HostStore open(Path file) throws SQLException {
+    // Owner-only from the start: the store keeps the host's X25519 private key and its mail.
+    try {
+      if (!java.nio.file.Files.exists(file)
+          && file.getFileSystem().supportedFileAttributeViews().contains("posix")) {
+        java.nio.file.Files.createFile(file, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
+            java.nio.file.attribute.PosixFilePermissions.fromString("rw-------")));
+      }
+    } catch (java.nio.file.FileAlreadyExistsException ignored) {
+      // created meanwhile
+    } catch (java.io.IOException e) {
+      throw new SQLException("cannot create the host store " + file + ": " + e.getMessage(), e);
+    }
     Connection c = DriverManager.getConnection("jdbc:sqlite:" + file.toAbsolutePath());
     try (Statement s = c.createStatement()) {
       s.execute("PRAGMA journal_mode=WAL");

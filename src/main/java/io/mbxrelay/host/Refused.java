@@ -9,4 +9,5 @@ package io.mbxrelay.host;
  * @param code the {@code code} member, or null
  */
 public record Refused(int status, String error, String code)
-    implements InfoResult, EnrolResult, PushResult, PullResult, AckResult, SendersResult {}
+    implements InfoResult, EnrolResult, PushResult, PullResult, AckResult, SendersResult,
+    EncAdResult {}

@@ -414,6 +414,44 @@ public final class RelayClient implements AutoCloseable {
     });
   }
 
+  /**
+   * Publishes this host's X25519 encryption key as a v2 ad (wire.md §4.2): {@code ad = {v:2, type:"enc-ad", host,
+   * host_pubkey, enc_pub, iat, exp}} with {@code exp = iat + 30 d}, signed by the host key over canonical(ad),
+   * posted as {@code {ad, sig}} to {@code /v2/relay/enc-key}.
+   *
+   * @param hostName this host's name as the relay stored it (the ad must name it exactly)
+   * @param encPub base64 X25519 public key (32 bytes)
+   * @param iatMs issue time, ms
+   * @return Published(2), or Refused (404 = relay without v2 ads; 400 {@code enc-key ad refused: <reason>})
+   */
+  public Future<EncAdResult> publishEncAd(String hostName, String encPub, long iatMs) {
+    ObjectNode ad = Json.MAPPER.createObjectNode().put("v", 2).put("type", "enc-ad").put("host", hostName)
+        .put("host_pubkey", key.publicKeyB64()).put("enc_pub", encPub)
+        .put("iat", io.mbxrelay.wire.IsoTime.format(iatMs))
+        .put("exp", io.mbxrelay.wire.IsoTime.format(iatMs + 30L * 86_400_000L));
+    ObjectNode body = Json.MAPPER.createObjectNode();
+    body.set("ad", ad);
+    body.put("sig", key.signB64(CanonicalJson.canonicalBytes(ad)));
+    return send(HttpMethod.POST, "/v2/relay/enc-key", Json.stringify(body), true)
+        .map(a -> a.status() == 200 ? new EncAdResult.Published(2) : refused(a));
+  }
+
+  /**
+   * Publishes the v1 ad (wire.md §4.2): {@code {enc_pub, sig}} with {@code sig} over canonical
+   * {@code {v:1, host:<enrolled name>, enc_pub}}, for hosts that still read v1 ads.
+   *
+   * @param hostName this host's name as the relay stored it
+   * @param encPub base64 X25519 public key
+   * @return Published(1) or Refused
+   */
+  public Future<EncAdResult> publishEncAdV1(String hostName, String encPub) {
+    ObjectNode rec = Json.MAPPER.createObjectNode().put("v", 1).put("host", hostName).put("enc_pub", encPub);
+    ObjectNode body = Json.MAPPER.createObjectNode().put("enc_pub", encPub)
+        .put("sig", key.signB64(CanonicalJson.canonicalBytes(rec)));
+    return send(HttpMethod.POST, "/v1/relay/enc-key", Json.stringify(body), true)
+        .map(a -> a.status() == 200 ? new EncAdResult.Published(1) : refused(a));
+  }
+
   /** Closes the web client. Pending requests fail. */
   @Override
   public void close() {

@@ -51,6 +51,18 @@ public interface RelayTransport extends AutoCloseable {
    */
   SendersResult publishSenders(Collection<String> senders, long iatMs) throws RelayUnreachable;
 
+  /**
+   * @param hostName the enrolled name @param encPub base64 X25519 key @param iatMs issue time, ms
+   * @return v2 ad outcome (wire.md §4.2) @throws RelayUnreachable on I/O
+   */
+  EncAdResult publishEncAd(String hostName, String encPub, long iatMs) throws RelayUnreachable;
+
+  /**
+   * @param hostName the enrolled name @param encPub base64 X25519 key
+   * @return v1 ad outcome (wire.md §4.2) @throws RelayUnreachable on I/O
+   */
+  EncAdResult publishEncAdV1(String hostName, String encPub) throws RelayUnreachable;
+
   /** Releases the connection pool. */
   @Override
   void close();

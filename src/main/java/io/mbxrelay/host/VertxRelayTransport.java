@@ -94,6 +94,16 @@ public final class VertxRelayTransport implements RelayTransport {
     return await(client.publishSenders(senders, iatMs), 1);
   }
 
+  @Override
+  public EncAdResult publishEncAd(String hostName, String encPub, long iatMs) throws RelayUnreachable {
+    return await(client.publishEncAd(hostName, encPub, iatMs), 1);
+  }
+
+  @Override
+  public EncAdResult publishEncAdV1(String hostName, String encPub) throws RelayUnreachable {
+    return await(client.publishEncAdV1(hostName, encPub), 1);
+  }
+
   private <T> T await(Future<T> f, int requests) throws RelayUnreachable {
     long wait = deadlineMs * requests;
     try {

@@ -15,6 +15,7 @@ import io.mbxrelay.testing.MutableClock;
 import io.mbxrelay.testing.RelayHarness;
 import io.mbxrelay.testing.TestHost;
 import io.vertx.core.Vertx;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
@@ -128,6 +129,16 @@ class HostAgentTest {
       return real.publishSenders(senders, iatMs);
     }
 
+    @Override
+    public EncAdResult publishEncAd(String hostName, String encPub, long iatMs) throws RelayUnreachable {
+      return real.publishEncAd(hostName, encPub, iatMs);
+    }
+
+    @Override
+    public EncAdResult publishEncAdV1(String hostName, String encPub) throws RelayUnreachable {
+      return real.publishEncAdV1(hostName, encPub);
+    }
+
     public void close() {
       real.close();
     }
@@ -186,6 +197,26 @@ class HostAgentTest {
     assertThat(a.tick().session()).isEqualTo("ok");
     assertThat(b.tick().session()).isEqualTo("ok");
     return new Host[] {a, b};
+  }
+
+  @Test
+  void theSessionPublishesTheEncKeyAdV2AndV1OnceAndTheRelayShowsIt() throws Exception {
+    Host[] h = pair();
+    Host a = h[0];
+    Host b = h[1];
+    String encPub = b.agent.encPublicKey();
+    assertThat(io.mbxrelay.wire.B64.decodeLenient(encPub).orElseThrow()).hasSize(32);
+    TestHost bAsClient = new TestHost(relay.url(), "beta", b.key);
+    com.fasterxml.jackson.databind.JsonNode you = bAsClient.get("/v2/relay/info").json().get("you");
+    assertThat(you.get("enc_ad").get("enc_pub").asText()).isEqualTo(encPub);
+    assertThat(you.get("enc_ad").get("v1").asText()).isEqualTo(encPub);
+    TestHost aAsClient = new TestHost(relay.url(), "alpha", a.key);
+    com.fasterxml.jackson.databind.JsonNode served = aAsClient.get("/v2/relay/enc-key?pubkey="
+        + java.net.URLEncoder.encode(b.pub(), StandardCharsets.UTF_8)).json();
+    assertThat(served.get("ad").get("enc_pub").asText()).isEqualTo(encPub);
+    assertThat(served.get("ad").get("host_pubkey").asText()).isEqualTo(b.pub());
+    // published once: the next tick finds it current and sends nothing
+    assertThat(b.tick().notes()).noneMatch(n -> n.startsWith("enc-key ad published"));
   }
 
   @Test
