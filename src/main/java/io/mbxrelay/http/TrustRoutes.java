@@ -294,6 +294,7 @@ final class TrustRoutes {
       }
       s.writes().send(new StoreCommand.Rotate(oldPub, newPub, host)).onSuccess(outcome -> {
         if (outcome instanceof RotateOutcome.Moved m) {
+          s.metrics().revocations(io.mbxrelay.metrics.RelayMetrics.RevocationCause.ROTATION, 1);
           RelayRoutes.ok(ctx, Json.MAPPER.createObjectNode().put("moved", m.moved()));
         } else if (outcome instanceof RotateOutcome.NotEnrolled) {
           ctx.fail(new RelayError(404, "the rotated key is not enrolled here", null));
@@ -341,9 +342,11 @@ final class TrustRoutes {
     String kind = entry.get().kind();
     String value = entry.get().value();
     if (m == HttpMethod.POST) {
-      s.writes().send(new StoreCommand.Deny(kind, value, note)).onSuccess(d -> RelayRoutes.ok(ctx,
-          okTrue().put("kind", kind).put("value", value).put("added", d.added()).put("revoked", d.revoked())))
-          .onFailure(ctx::fail);
+      s.writes().send(new StoreCommand.Deny(kind, value, note)).onSuccess(d -> {
+        s.metrics().revocations(io.mbxrelay.metrics.RelayMetrics.RevocationCause.DENY, d.revoked());
+        RelayRoutes.ok(ctx, okTrue().put("kind", kind).put("value", value).put("added", d.added())
+            .put("revoked", d.revoked()));
+      }).onFailure(ctx::fail);
     } else {
       s.writes().send(new StoreCommand.Undeny(kind, value)).onSuccess(removed -> RelayRoutes.ok(ctx,
           okTrue().put("kind", kind).put("value", value).put("removed", removed))).onFailure(ctx::fail);

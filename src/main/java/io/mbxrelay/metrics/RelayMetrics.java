@@ -97,6 +97,23 @@ public final class RelayMetrics implements AutoCloseable {
   public static final String ENROLMENTS = "mbxrelay.enrolments";
   /** Counter, label {@code reason} ({@link HopFailure}): required signed hops that did not verify (401). */
   public static final String HOP_FAILURES = "mbxrelay.hop.failures";
+  /** Host keys revoked, by cause (label {@code cause}: {@code deny}, {@code rotation}). */
+  public static final String REVOCATIONS = "mbxrelay.revocations";
+  /** Label name of a revocation's cause. */
+  public static final String TAG_CAUSE = "cause";
+
+  /** Why a host key was revoked (bounded label values). */
+  public enum RevocationCause {
+    /** A deny-list entry matched it (admin endpoint). */
+    DENY,
+    /** The host rotated to a new key (wire.md §4.4). */
+    ROTATION;
+
+    /** The label value: lower-case name. */
+    public String label() {
+      return name().toLowerCase(java.util.Locale.ROOT);
+    }
+  }
   /** Counter: expiry sweep runs. */
   public static final String SWEEP_RUNS = "mbxrelay.sweep.runs";
   /** Counter: items expired by sweeps. */
@@ -133,6 +150,7 @@ public final class RelayMetrics implements AutoCloseable {
   private final Map<Outcome, Counter> enrolments = new EnumMap<>(Outcome.class);
   private final Map<Outcome, Counter> commitFailures = new EnumMap<>(Outcome.class);
   private final Map<Outcome, Counter> jwksRefreshes = new EnumMap<>(Outcome.class);
+  private final Map<RevocationCause, Counter> revocations = new EnumMap<>(RevocationCause.class);
   private final Counter ackedItems;
   private final Counter pullPages;
   private final Counter pullItems;
@@ -190,6 +208,10 @@ public final class RelayMetrics implements AutoCloseable {
     for (Outcome o : EnumSet.of(Outcome.OK, Outcome.FAILED)) {
       jwksRefreshes.put(o, Counter.builder(JWKS_REFRESHES).description("JWKS refreshes, by outcome")
           .tag(TAG_OUTCOME, o.label()).register(registry));
+    }
+    for (RevocationCause c : RevocationCause.values()) {
+      revocations.put(c, Counter.builder(REVOCATIONS).description("host keys revoked, by cause")
+          .tag(TAG_CAUSE, c.label()).register(registry));
     }
     ackedItems = Counter.builder(ACKED_ITEMS).description("items deleted by acks").register(registry);
     pullPages = Counter.builder(PULL_PAGES).description("pull pages served").register(registry);
@@ -351,9 +373,19 @@ public final class RelayMetrics implements AutoCloseable {
   }
 
   /**
-   * One required hop that did not verify.
+   * Counts revoked host keys.
    *
-   * @param reason why
+   * @param cause why they were revoked
+   * @param keys how many keys
+   */
+  public void revocations(RevocationCause cause, long keys) {
+    revocations.get(cause).increment(keys);
+  }
+
+  /**
+   * Counts a required hop that did not verify.
+   *
+   * @param reason the bounded failure class
    */
   public void hopFailure(HopFailure reason) {
     hopFailures.get(reason).increment();

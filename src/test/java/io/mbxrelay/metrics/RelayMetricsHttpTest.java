@@ -176,6 +176,39 @@ class RelayMetricsHttpTest {
   }
 
   @Test
+  void revocations_by_deny_list_and_by_rotation_move_the_revocation_counter() throws Exception {
+    try (RelayHarness r = RelayHarness.start(dir.resolve("revoke"), Map.of("MBX_RELAY_ADMIN_TOKEN", "s3cret-admin-token-with-at-least-32-characters"),
+        Clock.systemUTC(), Ed25519KeyPair.generate())) {
+      TestHost denied = new TestHost(r.url(), "denied").enrol();
+      TestHost rotating = new TestHost(r.url(), "rotating").enrol();
+      Scrape before = Scrape.of(r.adminUrl());
+      java.net.http.HttpResponse<String> deny = java.net.http.HttpClient.newHttpClient().send(
+          java.net.http.HttpRequest.newBuilder(java.net.URI.create(r.url() + "/admin/deny"))
+              .header("authorization", "Bearer s3cret-admin-token-with-at-least-32-characters").header("content-type", "application/json")
+              .POST(java.net.http.HttpRequest.BodyPublishers.ofString("{\"kind\":\"host_fp\",\"value\":\""
+                  + denied.key.fingerprint() + "\"}")).build(),
+          java.net.http.HttpResponse.BodyHandlers.ofString());
+      assertThat(deny.statusCode()).as(deny.body()).isEqualTo(200);
+      Ed25519KeyPair next = Ed25519KeyPair.generate();
+      com.fasterxml.jackson.databind.node.ObjectNode rec = io.mbxrelay.wire.Json.MAPPER.createObjectNode()
+          .put("v", 1).put("type", "host-rotation").put("host", "rotating").put("old_pub", rotating.pub())
+          .put("new_pub", next.publicKeyB64()).put("new_enc_pub", io.mbxrelay.wire.B64.encode(new byte[32]))
+          .put("iat", io.mbxrelay.wire.IsoTime.format(System.currentTimeMillis()));
+      byte[] canon = io.mbxrelay.wire.CanonicalJson.canonicalBytes(rec);
+      com.fasterxml.jackson.databind.node.ObjectNode rotation = io.mbxrelay.wire.Json.MAPPER.createObjectNode();
+      rotation.set("rec", rec);
+      rotation.put("old_sig", rotating.key.signB64(canon)).put("new_sig", next.signB64(canon));
+      com.fasterxml.jackson.databind.node.ObjectNode body = io.mbxrelay.wire.Json.MAPPER.createObjectNode();
+      body.set("rotation", rotation);
+      Http.Resp rot = Http.send(r.url(), "POST", "/v2/relay/rotate", io.mbxrelay.wire.Json.stringify(body));
+      assertThat(rot.status()).as(rot.raw()).isEqualTo(200);
+      Scrape after = Scrape.of(r.adminUrl());
+      assertThat(delta(before, after, "mbxrelay_revocations_total", "cause", "deny")).isEqualTo(1);
+      assertThat(delta(before, after, "mbxrelay_revocations_total", "cause", "rotation")).isEqualTo(1);
+    }
+  }
+
+  @Test
   void rate_quota_full_enrolment_and_crowded_name_move_their_counters() throws Exception {
     try (RelayHarness small = RelayHarness.start(dir.resolve("small"), Map.of(
         "MBX_RELAY_LIMITS_PUSH_REQUESTS_PER_MINUTE", "2",
