@@ -61,9 +61,16 @@ class RetentionTest {
       assertThat(b.pull(0, null, null).json().get("items")).hasSize(1);
 
       clock.advance(Duration.ofMinutes(2));
+      io.mbxrelay.testing.Scrape before = io.mbxrelay.testing.Scrape.of(r.adminUrl());
       ExpirySweepVerticle.Run run = sweep(r);
       assertThat(run.counts().envelopes()).isEqualTo(1);
       assertThat(run.counts().notices()).isEqualTo(1);
+      io.mbxrelay.testing.Scrape after = io.mbxrelay.testing.Scrape.of(r.adminUrl());
+      assertThat(after.value("mbxrelay_sweep_runs_total") - before.value("mbxrelay_sweep_runs_total")).isEqualTo(1);
+      assertThat(after.value("mbxrelay_sweep_items_expired_total")
+          - before.value("mbxrelay_sweep_items_expired_total")).isEqualTo(1);
+      assertThat(after.value("mbxrelay_sweep_notices_enqueued_total")
+          - before.value("mbxrelay_sweep_notices_enqueued_total")).isEqualTo(1);
       assertThat(b.pull(0, null, null).json().get("items")).isEmpty();
 
       JsonNode notices = a.pull(0, null, null).json().get("items");
