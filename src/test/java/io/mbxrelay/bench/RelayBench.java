@@ -39,13 +39,17 @@ public final class RelayBench {
     Path dir = Files.createTempDirectory("mbxrelay-bench");
     System.out.printf("mbxrelay bench: %d senders x %d items, %d item(s) per request, ~%d B sealed body, store %s%n",
         senders, perSender, perRequest, bodyBytes, dir);
-    try (ChildRelay relay = ChildRelay.start(dir, Map.of("MBX_RELAY_LIMITS_PUSH_REQUESTS_PER_MINUTE", "1000000",
+    String external = System.getProperty("bench.url");
+    try (ChildRelay relay = external != null ? null : ChildRelay.start(dir, Map.of(
+        "MBX_RELAY_LIMITS_PUSH_REQUESTS_PER_MINUTE", "1000000",
         "MBX_RELAY_LIMITS_MAX_QUEUE_ITEMS", "1000000", "MBX_RELAY_LIMITS_MAX_SENDER_ITEMS", "1000000",
         "MBX_RELAY_LIMITS_MAX_QUEUE_BYTES", "10000000000", "MBX_RELAY_LIMITS_MAX_SENDER_BYTES", "10000000000"))) {
-      TestHost target = new TestHost(relay.url(), "target").enrol();
+      // -Dbench.url=http://127.0.0.1:PORT drives a relay started by hand (e.g. under a profiler) instead
+      String url = external != null ? external : relay.url();
+      TestHost target = new TestHost(url, "target").enrol();
       List<TestHost> hosts = new ArrayList<>();
       for (int i = 0; i < senders; i++) {
-        hosts.add(new TestHost(relay.url(), "sender" + i).enrol());
+        hosts.add(new TestHost(url, "sender" + i).enrol());
       }
       // warm-up
       for (TestHost h : hosts.subList(0, Math.min(4, hosts.size()))) {
@@ -121,7 +125,9 @@ public final class RelayBench {
       double pullSecs = (System.nanoTime() - pullStart) / 1e9;
       System.out.printf("pull+ack: %d items (%d pages, %.1f MB) in %.2f s = %.0f items/s, %.1f MB/s%n", items, pages,
           bytes / 1e6, pullSecs, items / pullSecs, bytes / 1e6 / pullSecs);
-      System.out.printf("store: relay.db %.1f MB after acks%n", Files.size(dir.resolve("relay.db")) / 1e6);
+      if (external == null) {
+        System.out.printf("store: relay.db %.1f MB after acks%n", Files.size(dir.resolve("relay.db")) / 1e6);
+      }
       if (items < total) {
         throw new IllegalStateException("pulled " + items + " of " + total);
       }
