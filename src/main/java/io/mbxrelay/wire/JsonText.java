@@ -84,7 +84,17 @@ final class JsonText {
   static void string(String s, StringBuilder out) {
     out.append('"');
     int n = s.length();
-    for (int i = 0; i < n; i++) {
+    // Fast path: copy the longest prefix that needs no escaping in one append (wire_b64 strings are all prefix).
+    int start = 0;
+    while (start < n) {
+      char c = s.charAt(start);
+      if (c < 0x20 || c == '"' || c == '\\' || Character.isSurrogate(c)) {
+        break;
+      }
+      start++;
+    }
+    out.append(s, 0, start);
+    for (int i = start; i < n; i++) {
       char c = s.charAt(i);
       switch (c) {
         case '"' -> out.append("\\\"");
