@@ -129,7 +129,24 @@ public final class ConfigLoader {
     return "a string";
   }
 
+  private static final java.util.regex.Pattern IP_LITERAL =
+      java.util.regex.Pattern.compile("^(\\d{1,3}(\\.\\d{1,3}){3}|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]*)$");
+
+  /** MBX_RELAY_* variables that are not configuration knobs (wire.md §5 and the CLI), so never "unknown". */
+  private static final Set<String> OTHER_VARIABLES = Set.of("MBX_RELAY_KEY", "MBX_RELAY_DIR", "MBX_RELAY_CONFIG",
+      "MBX_RELAY_TRUST_PROXY", "MBX_RELAY_RESTORE_FROM", "MBX_RELAY_TEST_CRASH", "MBX_RELAY_LOG_LEVEL");
+
   private static void applyEnv(ObjectNode tree, Map<String, String> env, List<String> violations) {
+    // A misspelt override (MBX_RELAY_HTTP_INSTANCE) would otherwise be ignored silently, like an unknown key in a file
+    // is not: report variables that name a config section but no knob of it.
+    Set<String> known = new java.util.HashSet<>();
+    tree.fields().forEachRemaining(sec -> sec.getValue().fieldNames()
+        .forEachRemaining(k -> known.add(envName(sec.getKey(), k))));
+    Set<String> prefixes = new java.util.HashSet<>();
+    tree.fieldNames().forEachRemaining(sec -> prefixes.add("MBX_RELAY_" + sec.toUpperCase(Locale.ROOT) + "_"));
+    env.keySet().stream().sorted().filter(k -> prefixes.stream().anyMatch(k::startsWith))
+        .filter(k -> !known.contains(k) && !OTHER_VARIABLES.contains(k))
+        .forEach(k -> violations.add("unknown setting " + k));
     Iterator<Map.Entry<String, JsonNode>> sections = tree.fields();
     while (sections.hasNext()) {
       Map.Entry<String, JsonNode> section = sections.next();
@@ -223,6 +240,9 @@ public final class ConfigLoader {
     if (l.maxSenderItems() > l.maxQueueItems()) {
       v.add("limits.maxSenderItems must not exceed limits.maxQueueItems");
     }
+    if (l.maxSenderBytes() > l.maxQueueBytes()) {
+      v.add("limits.maxSenderBytes must not exceed limits.maxQueueBytes");
+    }
     RelayConfig.Timers t = c.timers();
     range(v, "timers.heartbeatMs", t.heartbeatMs(), 1000, 3_600_000);
     range(v, "timers.heartbeatStaleMs", t.heartbeatStaleMs(), 10_000, 86_400_000L * 30);
@@ -234,8 +254,8 @@ public final class ConfigLoader {
     }
     RelayConfig.Admin a = c.admin();
     range(v, "admin.port", a.port(), 0, 65_535);
-    if (a.bind() == null || a.bind().isBlank()) {
-      v.add("admin.bind must be an address");
+    if (a.bind() == null || !IP_LITERAL.matcher(a.bind()).matches() && !a.bind().equals("localhost")) {
+      v.add("admin.bind must be an IP address (e.g. 127.0.0.1, 0.0.0.0, ::1) or localhost");
     }
     range(v, "admin.readyTimeoutMs", a.readyTimeoutMs(), 50, 600_000);
     range(v, "admin.probeIntervalMs", a.probeIntervalMs(), 50, 3_600_000);
@@ -260,6 +280,9 @@ public final class ConfigLoader {
         if (f[1] == null || f[1].isBlank()) {
           v.add(f[0] + " is required with enrolment.authority account-token");
         }
+      }
+      if (e.relayUrl() != null && !e.relayUrl().isBlank() && !e.relayUrl().matches("https?://[^\\s/]+.*")) {
+        v.add("enrolment.relayUrl must be this relay's http(s) URL (the token audience)");
       }
       if (e.jwksUrl() != null && !e.jwksUrl().isBlank() && !e.jwksUrl().startsWith("https://")
           && !e.jwksUrl().startsWith("http://127.0.0.1") && !e.jwksUrl().startsWith("http://localhost")) {

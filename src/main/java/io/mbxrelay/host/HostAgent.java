@@ -347,8 +347,9 @@ public final class HostAgent implements AutoCloseable {
       if (st.get().presentedPubkey() != null) {
         out.add("relay key changed for " + u + ": pinned " + Fingerprint.ofB64(st.get().relayPubkey())
             + ", the relay presents " + Fingerprint.ofB64(st.get().presentedPubkey())
-            + "; the relay is not used until you confirm: `mbxrelay host relay set " + u + " --key "
-            + Fingerprint.ofB64(st.get().presentedPubkey()) + "` (or --confirm)");
+            + "; the relay is not used until you confirm. Ask the relay's operator for its key fingerprint; only if it"
+            + " is " + Fingerprint.ofB64(st.get().presentedPubkey()) + " run `mbxrelay host relay set " + u
+            + " --key <that fingerprint>`");
       }
       if (st.get().lastError() != null) {
         out.add("last relay problem: " + st.get().lastError());
@@ -411,6 +412,7 @@ public final class HostAgent implements AutoCloseable {
   public TickReport tick() throws Exception {
     synchronized (store) {
       Tick t = new Tick();
+      adoptRowsOfOtherRelays(t);
       checkDeadlines(t);
       try {
         String relayPub = openSession(t);
@@ -435,6 +437,20 @@ public final class HostAgent implements AutoCloseable {
   }
 
   /** The sender's own deadline (seed 000 §3): no relay notice needed. */
+  /**
+   * Rows queued for another relay URL (after {@code host relay set} moved this host to a new URL) would otherwise
+   * never be pushed nor reach their deadline: they move to the current relay, relay-accepted ones as {@code repush}
+   * (the new relay may not hold them; dedup absorbs it when it does). Never silently gone (issue: host side).
+   */
+  private void adoptRowsOfOtherRelays(Tick t) throws SQLException {
+    int moved = store.update("UPDATE OR IGNORE outbox SET relay=?, next_at=?, state=CASE WHEN state='relay-accepted'"
+        + " THEN 'repush' ELSE state END WHERE relay<>? AND state IN ('pending', 'repush', 'relay-accepted')",
+        url, now(), url);
+    if (moved > 0) {
+      t.notes.add(moved + " outbox row(s) queued for another relay URL moved to " + url);
+    }
+  }
+
   private void checkDeadlines(Tick t) throws SQLException {
     long now = now();
     Map<String, String> peers = store.peers();

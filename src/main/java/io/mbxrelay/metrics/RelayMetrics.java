@@ -263,6 +263,9 @@ public final class RelayMetrics implements AutoCloseable {
     fileDescriptors.bindTo(registry);
   }
 
+  private static final java.util.Set<String> STANDARD_METHODS =
+      java.util.Set.of("GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE", "CONNECT");
+
   /**
    * Builds a Prometheus registry and the Vert.x options and metrics factory that report into it: HTTP server and
    * event-bus metrics with the labels {@code route}, {@code method}, {@code code}, {@code local} (relay or admin
@@ -287,6 +290,10 @@ public final class RelayMetrics implements AutoCloseable {
             .maximumExpectedValue((double) Duration.ofSeconds(30).toNanos()).build().merge(config);
       }
     });
+    // The HTTP method label comes from the request line, i.e. from any client: map anything but the standard methods
+    // to "other" so a remote caller cannot mint series (seed 001's "label values taken from remote input").
+    registry.config().meterFilter(MeterFilter.replaceTagValues("method",
+        m -> STANDARD_METHODS.contains(m) ? m : "other"));
     MicrometerMetricsOptions metrics = new MicrometerMetricsOptions()
         .setEnabled(true)
         .setRegistryName("mbxrelay-" + UUID.randomUUID())

@@ -54,4 +54,15 @@ class ConfigLoaderTest {
             .anyMatch(v -> v.startsWith("limits.retentionDays must be between"))
             .anyMatch(v -> v.startsWith("enrolment.authority must be one of")));
   }
+
+  @Test
+  void a_misspelt_variable_a_bad_admin_bind_and_a_sender_share_above_the_queue_are_reported() {
+    assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("MBX_RELAY_HTTP_INSTANCE", "3",
+        "MBX_RELAY_ADMIN_BIND", "not-an-ip", "MBX_RELAY_LIMITS_MAX_SENDER_BYTES", "99999999",
+        "MBX_RELAY_TRUST_PROXY", "xff", "MBX_RELAY_LOG_LEVEL", "DEBUG")))
+        .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.violations()).containsExactlyInAnyOrder(
+            "unknown setting MBX_RELAY_HTTP_INSTANCE",
+            "admin.bind must be an IP address (e.g. 127.0.0.1, 0.0.0.0, ::1) or localhost",
+            "limits.maxSenderBytes must not exceed limits.maxQueueBytes"));
+  }
 }

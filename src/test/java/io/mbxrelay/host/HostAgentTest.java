@@ -220,6 +220,22 @@ class HostAgentTest {
   }
 
   @Test
+  void rowsQueuedForAnotherRelayUrlAreMovedToTheCurrentRelayNotStranded() throws Exception {
+    Host[] h = pair();
+    Host a = h[0];
+    Host b = h[1];
+    String id = Envelopes.newId();
+    a.agent.send(id, b.pub(), Envelopes.sealed(id));
+    // as if `host relay set` had moved this host from an old URL: the row still names the old relay
+    a.store.update("UPDATE outbox SET relay='http://old-relay.invalid:7374' WHERE item_id=?", id);
+    TickReport t = a.tick();
+    assertThat(t.notes()).anyMatch(n -> n.contains("moved to " + relay.url()));
+    assertThat(t.accepted()).isEqualTo(1);
+    b.tick();
+    assertThat(b.received).containsExactly(id);
+  }
+
+  @Test
   void endToEndPushPullAckReceiptSettleBetweenTwoHosts() throws Exception {
     Host[] h = pair();
     Host a = h[0];

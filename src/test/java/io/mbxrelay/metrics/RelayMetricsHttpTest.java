@@ -176,6 +176,21 @@ class RelayMetricsHttpTest {
   }
 
   @Test
+  void a_client_chosen_http_method_never_becomes_a_metric_label_value() throws Exception {
+    java.net.http.HttpClient client = java.net.http.HttpClient.newHttpClient();
+    for (String m : new String[] {"FOOBARMETHOD", "XYZZY" + System.nanoTime()}) {
+      java.net.http.HttpResponse<String> r = client.send(java.net.http.HttpRequest.newBuilder(
+          java.net.URI.create(relay.url() + "/v2/relay/info")).method(m,
+          java.net.http.HttpRequest.BodyPublishers.noBody()).build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+      assertThat(r.statusCode()).isEqualTo(401);
+    }
+    String text = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
+        java.net.URI.create(relay.adminUrl() + "/metrics")).build(),
+        java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+    assertThat(text).doesNotContain("FOOBARMETHOD").doesNotContain("XYZZY").contains("method=\"other\"");
+  }
+
+  @Test
   void revocations_by_deny_list_and_by_rotation_move_the_revocation_counter() throws Exception {
     try (RelayHarness r = RelayHarness.start(dir.resolve("revoke"), Map.of("MBX_RELAY_ADMIN_TOKEN", "s3cret-admin-token-with-at-least-32-characters"),
         Clock.systemUTC(), Ed25519KeyPair.generate())) {

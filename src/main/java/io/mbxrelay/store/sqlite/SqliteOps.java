@@ -469,7 +469,18 @@ public final class SqliteOps {
       throw new OpsException("IO", "restore could not swap the store files: " + e.getMessage()
           + (rollback != null ? " (the previous store is at " + rollback + ")" : ""), e);
     }
-    return receipt(dir, at, backupInfo, replaced, from, to, carried, counts, rollback);
+    ObjectNode done = receipt(dir, at, backupInfo, replaced, from, to, carried, counts, rollback);
+    // The ops entry was written inside the restored copy before the swap; now that the rollback copy has its place,
+    // record the final receipt so `mbxrelay log` shows where the replaced store went.
+    try (Connection c = connect(live, 5000);
+        PreparedStatement ps = c.prepareStatement(
+            "UPDATE ops SET receipt=? WHERE id=(SELECT max(id) FROM ops WHERE op='restore')")) {
+      ps.setString(1, Json.stringify(done));
+      ps.executeUpdate();
+    } catch (SQLException e) {
+      // the restore itself is complete; the printed receipt still has the rollback path
+    }
+    return done;
   }
 
   private static ObjectNode receipt(Path dir, String at, ObjectNode backupInfo, ObjectNode replaced, String from,

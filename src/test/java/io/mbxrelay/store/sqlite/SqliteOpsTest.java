@@ -110,6 +110,9 @@ class SqliteOpsTest {
     assertThat(scalar(db, "SELECT next_seq FROM seqs WHERE target_pubkey='" + bKey + "'")).isGreaterThan(seqAfterBackup);
     assertThat(scalar(db, "SELECT count(*) FROM enrolments WHERE revoked_at IS NOT NULL")).isEqualTo(1);
     assertThat(SqliteOps.log(dir, 10)).extracting(n -> n.get("op").asText()).contains("backup", "restore");
+    ObjectNode logged = SqliteOps.log(dir, 10).stream().filter(n -> n.get("op").asText().equals("restore"))
+        .findFirst().orElseThrow();
+    assertThat(logged.get("receipt").get("rollback").asText()).isEqualTo(replaced.get("rollback").asText());
     assertThat(SqliteOps.alreadyRestored(dir, file)).isTrue();
 
     // the relay serves the restored store with the new epoch
