@@ -120,6 +120,19 @@ public final class BlockingRelayClient implements AutoCloseable {
   }
 
   private <T> T await(Future<T> f) throws RelayUnreachable {
+    return await(f, waitMs);
+  }
+
+  /**
+   * Blocks for a relay call's outcome (not on an event loop).
+   *
+   * @param f the call
+   * @param waitMs how long to wait, ms
+   * @param <T> outcome type
+   * @return the outcome
+   * @throws RelayUnreachable on an I/O failure, no answer in time, or interruption (the outcome is unknown)
+   */
+  static <T> T await(Future<T> f, long waitMs) throws RelayUnreachable {
     try {
       return f.toCompletionStage().toCompletableFuture().get(waitMs, TimeUnit.MILLISECONDS);
     } catch (ExecutionException e) {

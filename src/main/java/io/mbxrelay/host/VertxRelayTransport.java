@@ -105,18 +105,7 @@ public final class VertxRelayTransport implements RelayTransport {
   }
 
   private <T> T await(Future<T> f, int requests) throws RelayUnreachable {
-    long wait = deadlineMs * requests;
-    try {
-      return f.toCompletionStage().toCompletableFuture().get(wait, TimeUnit.MILLISECONDS);
-    } catch (ExecutionException e) {
-      Throwable c = e.getCause() == null ? e : e.getCause();
-      throw new RelayUnreachable(c.getMessage() == null ? c.getClass().getSimpleName() : c.getMessage());
-    } catch (TimeoutException e) {
-      throw new RelayUnreachable("no answer within " + wait + " ms");
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new RelayUnreachable("interrupted");
-    }
+    return BlockingRelayClient.await(f, deadlineMs * requests);
   }
 
   @Override
