@@ -352,6 +352,11 @@ final class HostStateCommands {
           s.position(url).ifPresent(p -> o.put("received_through", p.receivedThrough())
               .put("acked_through", p.ackedThrough()));
         }
+        err().println("[mbxrelay] host " + o.get("host").asText() + "; relay " + (url == null ? "not set" : url
+            + (o.has("relay_fingerprint") ? " (key " + o.get("relay_fingerprint").asText() + ", epoch "
+            + o.path("epoch").asText("-") + ")" : ""))
+            + (o.has("received_through") ? "; received through " + o.get("received_through").asLong()
+            + ", acked through " + o.get("acked_through").asLong() : ""));
         ArrayNode rows = o.putArray("outbox");
         for (HostStore.OutboxRow r : s.outbox()) {
           rows.addObject().put("kind", r.kind()).put("msg_id", r.msgId())
@@ -372,6 +377,9 @@ final class HostStateCommands {
         for (HostStore.Alert a : s.alerts()) {
           alerts.addObject().put("kind", a.kind()).put("text", a.text()).put("at", a.at());
           err().println("[mbxrelay] ALERT " + a.text());
+        }
+        if (rows.isEmpty() && inbox.isEmpty() && alerts.isEmpty()) {
+          err().println("[mbxrelay] no outbox rows, no inbox messages, no alerts");
         }
         if (json) {
           HostSupport.printJson(out(), o);
