@@ -128,6 +128,10 @@ public final class RelayMetrics implements AutoCloseable {
   public static final String SWEEP_INTERVAL = "mbxrelay.sweep.interval.seconds";
   /** Gauge: entries in the hop replay cache (0 until that cache exists). */
   public static final String REPLAY_CACHE_SIZE = "mbxrelay.replay.cache.size";
+  /** Exact replays of state-changing hops refused (401). */
+  public static final String REPLAYS_REFUSED = "mbxrelay.replay.refused";
+  /** Live replay-cache entries evicted to stay within its bounds. */
+  public static final String REPLAY_CACHE_EVICTED = "mbxrelay.replay.cache.evicted";
   /** Gauge: age of the JWKS snapshot, seconds (0 until the JWKS authority exists). */
   public static final String JWKS_AGE = "mbxrelay.jwks.age.seconds";
   /** Counter, label {@code outcome} ({@link Outcome#OK}, {@link Outcome#FAILED}): JWKS refreshes. */
@@ -151,6 +155,8 @@ public final class RelayMetrics implements AutoCloseable {
   private final Map<Outcome, Counter> commitFailures = new EnumMap<>(Outcome.class);
   private final Map<Outcome, Counter> jwksRefreshes = new EnumMap<>(Outcome.class);
   private final Map<RevocationCause, Counter> revocations = new EnumMap<>(RevocationCause.class);
+  private LongSupplier replayRefused;
+  private LongSupplier replayEvicted;
   private final Counter ackedItems;
   private final Counter pullPages;
   private final Counter pullItems;
@@ -505,6 +511,22 @@ public final class RelayMetrics implements AutoCloseable {
    */
   public void bindReplayCache(LongSupplier size) {
     this.replayCacheSize = Objects.requireNonNull(size);
+  }
+
+  /**
+   * Registers the replay cache's monotonic counts as counters.
+   *
+   * @param refused exact replays refused since start
+   * @param evicted live entries evicted since start
+   */
+  public void bindReplayCounters(LongSupplier refused, LongSupplier evicted) {
+    // Micrometer keeps only a weak reference to a function counter's state object: hold the suppliers here.
+    this.replayRefused = Objects.requireNonNull(refused);
+    this.replayEvicted = Objects.requireNonNull(evicted);
+    io.micrometer.core.instrument.FunctionCounter.builder(REPLAYS_REFUSED, refused, LongSupplier::getAsLong)
+        .description("exact replays of state-changing hops refused").register(registry);
+    io.micrometer.core.instrument.FunctionCounter.builder(REPLAY_CACHE_EVICTED, evicted, LongSupplier::getAsLong)
+        .description("replay-cache entries evicted to stay within bounds").register(registry);
   }
 
   /**

@@ -155,6 +155,7 @@ public final class RelayServer implements AutoCloseable {
               config.limits().hopWindowMs()),
           adminToken == null || adminToken.isEmpty() ? null : adminToken.getBytes(StandardCharsets.UTF_8), jwks);
       m.bindReplayCache(() -> trust.replay().size());
+      m.bindReplayCounters(() -> trust.replay().replaysRefused(), () -> trust.replay().evicted());
       if (jwks != null) {
         JwksCache cache = jwks;
         m.bindJwksAge(cache::ageSeconds);

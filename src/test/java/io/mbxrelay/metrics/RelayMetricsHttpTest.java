@@ -191,6 +191,23 @@ class RelayMetricsHttpTest {
   }
 
   @Test
+  void an_exact_replay_of_a_push_moves_the_replay_counter() throws Exception {
+    TestHost a = host("replayer");
+    TestHost b = host("replayee");
+    String id = Envelopes.newId();
+    String body = io.mbxrelay.wire.Json.stringify(io.mbxrelay.wire.Json.MAPPER.createObjectNode().set("items",
+        io.mbxrelay.wire.Json.MAPPER.createArrayNode().add(TestHost.item("envelope", id, java.util.List.of(b.pub()),
+            java.util.List.of(Envelopes.sealed(id))))));
+    String ts = Long.toString(System.currentTimeMillis());
+    String sig = Http.sign(a.key, "POST", "/v2/relay/items", ts, body);
+    Scrape before = Scrape.of(relay.adminUrl());
+    assertThat(Http.send(relay.url(), "POST", "/v2/relay/items", body, a.pub(), null, ts, sig).status()).isEqualTo(200);
+    assertThat(Http.send(relay.url(), "POST", "/v2/relay/items", body, a.pub(), null, ts, sig).status()).isEqualTo(401);
+    Scrape after = Scrape.of(relay.adminUrl());
+    assertThat(delta(before, after, "mbxrelay_replay_refused_total")).isEqualTo(1);
+  }
+
+  @Test
   void revocations_by_deny_list_and_by_rotation_move_the_revocation_counter() throws Exception {
     try (RelayHarness r = RelayHarness.start(dir.resolve("revoke"), Map.of("MBX_RELAY_ADMIN_TOKEN", "s3cret-admin-token-with-at-least-32-characters"),
         Clock.systemUTC(), Ed25519KeyPair.generate())) {
