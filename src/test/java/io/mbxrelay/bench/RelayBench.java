@@ -126,12 +126,27 @@ public final class RelayBench {
       System.out.printf("pull+ack: %d items (%d pages, %.1f MB) in %.2f s = %.0f items/s, %.1f MB/s%n", items, pages,
           bytes / 1e6, pullSecs, items / pullSecs, bytes / 1e6 / pullSecs);
       if (external == null) {
-        System.out.printf("store: relay.db %.1f MB after acks%n", Files.size(dir.resolve("relay.db")) / 1e6);
+        System.out.printf("store: relay.db %.1f MB after acks; relay process RSS %s%n",
+            Files.size(dir.resolve("relay.db")) / 1e6, rss(relay.process.pid()));
       }
       if (items < total) {
         throw new IllegalStateException("pulled " + items + " of " + total);
       }
     }
+  }
+
+  /** Resident set size of a process from /proc (Linux), or "n/a". */
+  private static String rss(long pid) {
+    try {
+      for (String line : Files.readAllLines(Path.of("/proc/" + pid + "/status"))) {
+        if (line.startsWith("VmRSS:")) {
+          return String.format("%.0f MB", Long.parseLong(line.replaceAll("[^0-9]", "")) / 1024.0);
+        }
+      }
+    } catch (java.io.IOException | RuntimeException e) {
+      // not Linux, or the process is gone
+    }
+    return "n/a";
   }
 
   private static double pct(long[] sorted, double p) {
