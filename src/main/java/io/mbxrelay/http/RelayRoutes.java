@@ -728,25 +728,37 @@ public final class RelayRoutes {
       throw new RelayError(409, EPOCH_CHANGED, null, extra);
     }
     s.reads().pull(caller.hostPubkey(), after, limit, limits.maxPullBytes()).onSuccess(page -> {
-      ObjectNode out = Json.MAPPER.createObjectNode();
-      out.put("epoch", s.epoch());
-      out.put("head_seq", page.headSeq());
-      ArrayNode arr = out.putArray("items");
-      long last = after;
-      for (ReadStore.PulledItem it : page.items()) {
-        ObjectNode n = arr.addObject();
-        n.put("seq", it.seq());
-        n.put("kind", it.kind());
-        n.put("item_id", it.itemId());
-        n.put("sender_pubkey", it.senderPubkey());
-        n.put("wire_b64", B64.encode(it.wire()));
-        last = it.seq();
-      }
-      out.put("last_seq", last);
-      out.put("more", page.more());
       s.metrics().pullPage(page.items().size());
-      ok(ctx, out);
+      writePage(ctx, page, after);
     }).onFailure(ctx::fail);
+  }
+
+  /**
+   * Writes a pull page (wire.md §3 key order {@code epoch, head_seq, items, last_seq, more}) item by item, so a full
+   * 8 MiB page never exists as one JSON tree and one string at the same time (a hosted relay serves many pulls at
+   * once). The bytes are exactly those of {@code JSON.stringify} of the whole answer; only the transfer is chunked.
+   */
+  private void writePage(RoutingContext ctx, ReadStore.Page page, long after) {
+    if (ctx.response().ended() || ctx.response().closed()) {
+      return; // the client went away; nothing was acked, so nothing is lost
+    }
+    ctx.response().setStatusCode(200).putHeader("content-type", "application/json").setChunked(true);
+    ctx.response().write("{\"epoch\":" + Json.stringify(Json.MAPPER.getNodeFactory().textNode(s.epoch()))
+        + ",\"head_seq\":" + page.headSeq() + ",\"items\":[");
+    long last = after;
+    boolean first = true;
+    for (ReadStore.PulledItem it : page.items()) {
+      ObjectNode n = Json.MAPPER.createObjectNode();
+      n.put("seq", it.seq());
+      n.put("kind", it.kind());
+      n.put("item_id", it.itemId());
+      n.put("sender_pubkey", it.senderPubkey());
+      n.put("wire_b64", B64.encode(it.wire()));
+      ctx.response().write(first ? Json.stringify(n) : "," + Json.stringify(n));
+      first = false;
+      last = it.seq();
+    }
+    ctx.response().end("],\"last_seq\":" + last + ",\"more\":" + page.more() + "}");
   }
 
   // ---- ack v2 (wire.md §3) ----

@@ -151,8 +151,11 @@ class PushPullAckTest {
           .isEqualTo("accepted");
     }
     String epoch = relay.server.epoch();
-    JsonNode p1 = b.pull(0, 2, epoch).json();
+    Http.Resp r1 = b.pull(0, 2, epoch);
+    JsonNode p1 = r1.json();
     assertThat(p1.fieldNames()).toIterable().containsExactly("epoch", "head_seq", "items", "last_seq", "more");
+    assertThat(r1.raw()).as("the streamed page is exactly JSON.stringify of the answer")
+        .isEqualTo(io.mbxrelay.wire.Json.stringify(p1));
     assertThat(p1.get("items")).hasSize(2);
     assertThat(p1.get("more").asBoolean()).isTrue();
     long last = p1.get("last_seq").asLong();
