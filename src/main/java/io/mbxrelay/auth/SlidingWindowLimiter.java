@@ -11,6 +11,10 @@ import java.util.Map;
  * the window are dropped first; when the table is still full, calls from new keys are refused (fail closed) rather
  * than evicting the windows of active keys.
  *
+ * <p>Own code rather than a rate-limit library (Bucket4j, Resilience4j): the exact sliding-window count and the
+ * fail-closed hard cap on keys are part of the wire contract and the memory bound, and token buckets would let a
+ * burst through that the reference refuses.
+ *
  * <p>Thread-safe (shared by every HTTP verticle instance).
  */
 public final class SlidingWindowLimiter {

@@ -11,7 +11,8 @@ import org.slf4j.Logger;
  * the next line that passes carries {@code [suppressed: n]}, the number of lines dropped since the last one.
  *
  * <p>Keys must come from a bounded set (a route template, a failure kind), never from request data. Safe on any
- * thread.
+ * thread. Own code because Logback's DuplicateMessageFilter drops repeats without telling how many; the suppressed
+ * count matters when an operator reads an incident back from the log.
  */
 public final class RateLimitedLogger {
   /** Default interval between two lines of one key, ms. */
