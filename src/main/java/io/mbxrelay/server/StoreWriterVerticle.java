@@ -110,7 +110,7 @@ public final class StoreWriterVerticle extends VerticleBase {
 
   private void runBatch(List<Message<StoreCommand<?>>> batch) {
     if (failStopped) {
-      batch.forEach(m -> m.fail(503, "store stopped after corruption"));
+      batch.forEach(m -> m.fail(503, "store stopped (fail-stop)"));
       return;
     }
     List<StoreCommand<?>> commands = new ArrayList<>(batch.size());
@@ -130,6 +130,18 @@ public final class StoreWriterVerticle extends VerticleBase {
       }
       int code = e.kind() == StoreException.Kind.INTERNAL ? 500 : 503;
       batch.forEach(m -> m.fail(code, "store unavailable"));
+      return;
+    } catch (RuntimeException | Error e) {
+      // The store rolled back; answer every caller (never leave them to the event-bus timeout) and stop writing:
+      // an Error here means the process is not in a state to keep committing (readiness goes false).
+      StoreException failure = new StoreException(StoreException.Kind.INTERNAL, "transaction failed", e);
+      listener.transaction(commands, System.nanoTime() - start, failure);
+      if (e instanceof Error) {
+        failStopped = true;
+      }
+      LOG.error("transaction failed unexpectedly [commands: {}]{}", commands.size(),
+          e instanceof Error ? ": writer stopped (fail-stop)" : "", e);
+      batch.forEach(m -> m.fail(e instanceof Error ? 503 : 500, "store unavailable"));
       return;
     }
     listener.transaction(commands, System.nanoTime() - start, null);

@@ -456,7 +456,10 @@ public final class SqliteOps {
         rollback = rollbackDir.resolve("relay-" + at.replace(":", "").replace(".", "") + ".db");
         replaced = Json.MAPPER.createObjectNode().put("epoch", currentEpoch).put("rollback", rollback.toString())
             .put("sha256", sha256(live)).put("bytes", Files.size(live)).put("readable", currentReadable);
-        Files.move(live, rollback);
+        // Crash-safe order: the rollback copy is a hard link first (relay.db stays in place), the side files of the
+        // old store go with it (the checkpoint emptied the WAL; it must never sit beside another database), and only
+        // then does one atomic rename replace relay.db. A crash at any point leaves a relay.db to serve.
+        Files.createLink(rollback, live);
         for (String side : new String[] {"-wal", "-shm"}) {
           Path s = dir.resolve(SqliteSettings.DB_FILE + side);
           if (Files.exists(s)) {
@@ -464,7 +467,7 @@ public final class SqliteOps {
           }
         }
       }
-      Files.move(restoring, live, StandardCopyOption.ATOMIC_MOVE);
+      Files.move(restoring, live, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
     } catch (IOException e) {
       throw new OpsException("IO", "restore could not swap the store files: " + e.getMessage()
           + (rollback != null ? " (the previous store is at " + rollback + ")" : ""), e);
@@ -511,7 +514,8 @@ public final class SqliteOps {
       carried.put("sender_lists", st.executeUpdate("INSERT INTO sender_lists(target_pubkey, senders, iat, record, sig)"
           + " SELECT target_pubkey, senders, iat, record, sig FROM cur.sender_lists WHERE true"
           + " ON CONFLICT(target_pubkey) DO UPDATE SET senders = excluded.senders, iat = excluded.iat,"
-          + " record = excluded.record, sig = excluded.sig WHERE excluded.iat > sender_lists.iat"));
+          + " record = excluded.record, sig = excluded.sig"
+          + " WHERE julianday(excluded.iat) > julianday(sender_lists.iat)")); // as times: fraction digits vary
       carried.put("enc_ads", st.executeUpdate("INSERT INTO enc_ads(host_pubkey, host_name, enc_pub, sig, at)"
           + " SELECT host_pubkey, host_name, enc_pub, sig, at FROM cur.enc_ads WHERE true"
           + " ON CONFLICT(host_pubkey) DO UPDATE SET host_name = excluded.host_name, enc_pub = excluded.enc_pub,"
@@ -524,7 +528,9 @@ public final class SqliteOps {
           + " SELECT target_pubkey, next_seq FROM cur.seqs WHERE true"
           + " ON CONFLICT(target_pubkey) DO UPDATE SET next_seq = excluded.next_seq"
           + " WHERE excluded.next_seq > seqs.next_seq"));
-      carried.put("deny_entries", st.executeUpdate("INSERT OR IGNORE INTO deny_list SELECT * FROM cur.deny_list"));
+      // The deny list is the operator's latest word in both directions (entries removed since the backup stay removed).
+      st.executeUpdate("DELETE FROM deny_list");
+      carried.put("deny_entries", st.executeUpdate("INSERT INTO deny_list SELECT * FROM cur.deny_list"));
       st.executeUpdate("DELETE FROM ops");
       st.executeUpdate("INSERT INTO ops(id, at, op, receipt) SELECT id, at, op, receipt FROM cur.ops");
     }

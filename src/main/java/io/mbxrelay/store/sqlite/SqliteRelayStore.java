@@ -391,6 +391,11 @@ public final class SqliteRelayStore implements RelayStore {
       rollbackQuietly();
       throw e instanceof SQLException se ? classify("commit failed", se)
           : new StoreException(StoreException.Kind.INTERNAL, "transaction failed", e);
+    } catch (Error e) {
+      // An Error (OutOfMemoryError, StackOverflowError, ...) must not leave the only write connection inside an open
+      // transaction: roll back, then let it propagate (the writer fails the batch and stops).
+      rollbackQuietly();
+      throw e;
     }
     hook.at(commands, true);
     return results;
@@ -659,6 +664,11 @@ public final class SqliteRelayStore implements RelayStore {
   /** Empty when stored (or already stored), else the error text; any partial write is rolled back. */
   private Optional<String> pushV1(StoreCommand.PushV1 p) throws SQLException {
     for (StoreCommand.V1Target t : p.targets()) {
+      // The name was resolved on a read snapshot; a rotation, deny or revocation may have committed since.
+      Optional<Enrolment> e = enrolmentRow(t.hostPubkey());
+      if (e.isEmpty() || !e.get().live()) {
+        return Optional.of("recipient host not enrolled: " + t.name());
+      }
       if (!senderAccepted(t.hostPubkey(), p.senderPubkey())) {
         return Optional.of("sender not accepted by " + t.name());
       }

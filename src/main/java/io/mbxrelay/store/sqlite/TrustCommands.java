@@ -150,6 +150,7 @@ final class TrustCommands {
         + " client_id=excluded.client_id, org=excluded.org, at=excluded.at", r.newPub(), at, r.oldPub());
     // The old queue, in seq order, appended after anything already queued for the new key.
     List<OldItem> items = new ArrayList<>();
+    int moved = 0;
     try (PreparedStatement ps = conn.prepareStatement("SELECT seq, kind, item_id, sender_pubkey, sender_host, wire,"
         + " wire_hash, bytes, accepted_at, expires_at FROM items WHERE target_pubkey=? ORDER BY seq")) {
       ps.setString(1, r.oldPub());
@@ -166,6 +167,10 @@ final class TrustCommands {
         PreparedStatement dd = conn.prepareStatement("UPDATE OR IGNORE dedup SET target_pubkey=?, seq=?"
             + " WHERE sender_pubkey=? AND item_id=? AND target_pubkey=?")) {
       for (OldItem it : items) {
+        if (exists("SELECT 1 FROM dedup WHERE sender_pubkey=? AND item_id=? AND target_pubkey=?", it.sender(),
+            it.itemId(), r.newPub())) {
+          continue; // the sender already pushed this item to the new key: one copy per (sender, item, target)
+        }
         long seq = store.allocateSeqForTrust(r.newPub(), nowMs);
         ins.setString(1, r.newPub());
         ins.setLong(2, seq);
@@ -185,6 +190,7 @@ final class TrustCommands {
         dd.setString(4, it.itemId());
         dd.setString(5, r.oldPub());
         dd.executeUpdate();
+        moved++;
       }
     }
     // Remaining dedup rows of the old key (tombstones of acked or expired items) follow it too, so a late retry to
@@ -201,7 +207,7 @@ final class TrustCommands {
     update("UPDATE sender_lists SET senders=(SELECT json_group_array(DISTINCT CASE WHEN value=? THEN ? ELSE value END)"
         + " FROM json_each(sender_lists.senders)) WHERE EXISTS(SELECT 1 FROM json_each(sender_lists.senders)"
         + " WHERE value=?)", r.oldPub(), r.newPub(), r.oldPub());
-    return new RotateOutcome.Moved(items.size());
+    return new RotateOutcome.Moved(moved);
   }
 
   // ---- deny list (seed 000 §8 "Revocation") ----
