@@ -21,6 +21,7 @@ import java.util.Optional;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
@@ -41,19 +42,10 @@ public final class HostPullCommand implements Callable<Integer> {
 
   @Spec CommandSpec spec;
 
-  @Option(names = "--relay", required = true, paramLabel = "URL", description = "Relay base URL.")
-  String relay;
+  @Mixin RelayConnectionOptions connection;
 
   @Option(names = "--name", paramLabel = "NAME", description = "This host's name (sent as x-mbx-host).")
   String name;
-
-  @Option(names = "--key-file", paramLabel = "FILE",
-      description = "Host key file (default: ~/.local/share/mbxrelay-host/host.key).")
-  Path keyFile;
-
-  @Option(names = "--relay-key", paramLabel = "FINGERPRINT",
-      description = "Expected relay key fingerprint (needed when no key is pinned for this relay yet).")
-  String relayKey;
 
   @Option(names = "--after", paramLabel = "SEQ", defaultValue = "0", description = "Pull items after this seq.")
   long after;
@@ -76,19 +68,19 @@ public final class HostPullCommand implements Callable<Integer> {
       if (after < 0 || limit < 0 || limit > 500) {
         throw new HostSupport.Failure(HostSupport.USAGE, "--after must be >= 0 and --limit 1-500");
       }
-      Path file = HostSupport.keyFile(keyFile);
+      Path file = HostSupport.keyFile(connection.keyFile);
       Ed25519KeyPair key = HostSupport.loadKey(file);
-      HostSupport.Pinning pinning = HostSupport.pinning(relay, file, relayKey, false);
+      HostSupport.Pinning pinning = HostSupport.pinning(connection.relay, file, connection.relayKey, false);
       List<PullResult.PulledItem> items = new ArrayList<>();
       PullResult.Page last;
       AckResult acked = null;
-      try (BlockingRelayClient client = new BlockingRelayClient(relay, name, key, pinning.pin(),
+      try (BlockingRelayClient client = new BlockingRelayClient(connection.relay, name, key, pinning.pin(),
           HostSupport.REQUEST_TIMEOUT_MS)) {
         InfoResult info = client.info(); // wire.md §6: the relay key is checked before every session
         if (!(info instanceof InfoResult.Ok)) {
           throw HostSupport.failureOf(info, "info");
         }
-        HostSupport.savePin(pinning, relay, client.relayKey(), err);
+        HostSupport.savePin(pinning, connection.relay, client.relayKey(), err);
         String epoch = null;
         long position = after;
         int pages = 0;
@@ -135,7 +127,7 @@ public final class HostPullCommand implements Callable<Integer> {
 
   private void print(List<PullResult.PulledItem> items, PullResult.Page last, AckResult.Acked acked, PrintWriter out,
       PrintWriter err) {
-    ObjectNode o = Json.MAPPER.createObjectNode().put("relay", relay).put("epoch", last.epoch())
+    ObjectNode o = Json.MAPPER.createObjectNode().put("relay", connection.relay).put("epoch", last.epoch())
         .put("head_seq", last.headSeq()).put("last_seq", last.lastSeq()).put("more", last.more());
     ArrayNode arr = o.putArray("items");
     for (PullResult.PulledItem it : items) {

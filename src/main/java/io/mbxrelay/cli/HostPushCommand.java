@@ -23,6 +23,7 @@ import java.util.concurrent.Callable;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
@@ -43,19 +44,10 @@ public final class HostPushCommand implements Callable<Integer> {
 
   @Spec CommandSpec spec;
 
-  @Option(names = "--relay", required = true, paramLabel = "URL", description = "Relay base URL.")
-  String relay;
+  @Mixin RelayConnectionOptions connection;
 
   @Option(names = "--name", paramLabel = "NAME", description = "This host's name (x-mbx-host; demo 'from').")
   String name;
-
-  @Option(names = "--key-file", paramLabel = "FILE",
-      description = "Host key file (default: ~/.local/share/mbxrelay-host/host.key).")
-  Path keyFile;
-
-  @Option(names = "--relay-key", paramLabel = "FINGERPRINT",
-      description = "Expected relay key fingerprint (needed when no key is pinned for this relay yet).")
-  String relayKey;
 
   @Option(names = "--to", required = true, paramLabel = "PUBKEY",
       description = "Target host public key (base64); repeat for several targets.")
@@ -86,9 +78,9 @@ public final class HostPushCommand implements Callable<Integer> {
           throw new HostSupport.Failure(HostSupport.USAGE, "--to must be a base64 32-byte host public key");
         }
       }
-      Path file = HostSupport.keyFile(keyFile);
+      Path file = HostSupport.keyFile(connection.keyFile);
       Ed25519KeyPair key = HostSupport.loadKey(file);
-      HostSupport.Pinning pinning = HostSupport.pinning(relay, file, relayKey, false);
+      HostSupport.Pinning pinning = HostSupport.pinning(connection.relay, file, connection.relayKey, false);
       String id;
       byte[] wire;
       if (source.demoText != null) {
@@ -105,13 +97,13 @@ public final class HostPushCommand implements Callable<Integer> {
         targets.add(new PushItem.Target(t, wire));
       }
       PushResult r;
-      try (BlockingRelayClient client = new BlockingRelayClient(relay, name, key, pinning.pin(),
+      try (BlockingRelayClient client = new BlockingRelayClient(connection.relay, name, key, pinning.pin(),
           HostSupport.REQUEST_TIMEOUT_MS)) {
         r = client.push(List.of(new PushItem("envelope", id, targets)));
         if (!(r instanceof PushResult.Pushed)) {
           throw HostSupport.failureOf(r, "the push");
         }
-        HostSupport.savePin(pinning, relay, client.relayKey(), err);
+        HostSupport.savePin(pinning, connection.relay, client.relayKey(), err);
       } catch (BlockingRelayClient.RelayUnreachable e) {
         throw new HostSupport.Failure(HostSupport.REFUSED, "relay unreachable (outcome unknown; push the same bytes "
             + "again): " + e.getMessage());
