@@ -22,10 +22,42 @@ public final class Ed25519 {
    * @return true only for a valid signature
    */
   public static boolean verify(String pubkeyB64, byte[] message, String sigB64) {
-    Optional<byte[]> pub = B64.decodeLenient(pubkeyB64);
+    if (pubkeyB64 == null || message == null) {
+      return false;
+    }
     Optional<byte[]> sig = B64.decodeLenient(sigB64);
-    return pub.isPresent() && sig.isPresent() && verify(pub.get(), message, sig.get());
+    if (sig.isEmpty() || sig.get().length != Ed25519KeyPair.SIGNATURE_BYTES) {
+      return false;
+    }
+    org.bouncycastle.math.ec.rfc8032.Ed25519.PublicPoint point = POINTS.get(pubkeyB64);
+    if (point == null) {
+      Optional<byte[]> pub = B64.decodeLenient(pubkeyB64);
+      if (pub.isEmpty() || pub.get().length != Ed25519KeyPair.KEY_BYTES) {
+        return false;
+      }
+      point = org.bouncycastle.math.ec.rfc8032.Ed25519.validatePublicKeyPartialExport(pub.get(), 0);
+      if (point == null) {
+        return false; // not a point: the byte form below refuses it too (tested)
+      }
+      if (POINTS.size() >= MAX_POINTS) {
+        POINTS.clear(); // a plain bound: hosts' keys come back on their next request
+      }
+      POINTS.put(pubkeyB64, point);
+    }
+    try {
+      return org.bouncycastle.math.ec.rfc8032.Ed25519.verify(sig.get(), 0, point, message, 0, message.length);
+    } catch (RuntimeException e) {
+      return false;
+    }
   }
+
+  /**
+   * Decoded public points by key text: decoding a key (a square root in the field) is a tenth of a verification, and
+   * every request of a host verifies with the same key. Bounded by {@link #MAX_POINTS}.
+   */
+  private static final java.util.concurrent.ConcurrentHashMap<String,
+      org.bouncycastle.math.ec.rfc8032.Ed25519.PublicPoint> POINTS = new java.util.concurrent.ConcurrentHashMap<>();
+  private static final int MAX_POINTS = 50_000;
 
   /**
    * Verifies a raw signature with a raw public key.

@@ -47,6 +47,40 @@ public final class HopText {
   }
 
   /**
+   * The UTF-8 bytes of {@link #signedText} for a body given as received bytes, built without decoding the body to a
+   * string and escaping it again when the bytes are well-formed UTF-8 (the case for every honest client); other bytes
+   * take the {@link io.mbxrelay.wire.Utf8#decode(byte[])} path, so the result is always identical to
+   * {@code signedText(method, signedPath, ts, Utf8.decode(rawBody)).getBytes(UTF_8)}.
+   *
+   * @param method the upper-case HTTP method
+   * @param signedPath the path from {@link #signedPath(String, String)}
+   * @param ts the exact {@code x-mbx-ts} header string
+   * @param rawBody the body bytes as received ({@code new byte[0]} for GET)
+   * @return the bytes to verify
+   */
+  public static byte[] signedBytes(String method, String signedPath, String ts, byte[] rawBody) {
+    if (!io.mbxrelay.wire.Utf8.isValid(rawBody)) {
+      return signedText(method, signedPath, ts, io.mbxrelay.wire.Utf8.decode(rawBody))
+          .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
+    String head = quoted(method + ":" + signedPath + ":" + ts + ":");
+    byte[] prefix = ("{\"body\":" + head.substring(0, head.length() - 1))
+        .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    byte[] body = io.mbxrelay.wire.CanonicalJson.escapeUtf8(rawBody);
+    byte[] suffix = ("\",\"method\":" + quoted(method) + ",\"path\":" + quoted(signedPath) + ",\"ts\":" + quoted(ts)
+        + "}").getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    byte[] out = new byte[prefix.length + body.length + suffix.length];
+    System.arraycopy(prefix, 0, out, 0, prefix.length);
+    System.arraycopy(body, 0, out, prefix.length, body.length);
+    System.arraycopy(suffix, 0, out, prefix.length + body.length, suffix.length);
+    return out;
+  }
+
+  private static String quoted(String s) {
+    return CanonicalJson.canonicalize(Json.MAPPER.getNodeFactory().textNode(s));
+  }
+
+  /**
    * The server's "signedPath": for a path starting with {@code /v2/} the path plus {@code ?} and the raw
    * (still percent-encoded) query — no {@code ?} when the query is null or empty; for any other path
    * ({@code /v1/...}) the path only. Decided by the prefix alone, not by {@code x-mbx-key}. The reference

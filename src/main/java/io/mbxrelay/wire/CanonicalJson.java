@@ -38,4 +38,56 @@ public final class CanonicalJson {
   public static byte[] canonicalBytes(JsonNode node) {
     return canonicalize(node).getBytes(StandardCharsets.UTF_8);
   }
+
+  /**
+   * The inside of a JSON string (no quotes) holding well-formed UTF-8 text, as bytes: exactly the UTF-8 bytes of what
+   * {@link #canonicalize} writes between the quotes for that text. Only {@code "}, backslash and C0 controls change
+   * (ES2019 escaping, wire.md §1); everything else is copied, since well-formed UTF-8 holds no lone surrogate. Used to
+   * build the signed hop text straight from a request body's bytes (wire.md §2).
+   *
+   * @param utf8 well-formed UTF-8 ({@link Utf8#isValid(byte[])}); other input gives a meaningless result
+   * @return the escaped bytes
+   */
+  public static byte[] escapeUtf8(byte[] utf8) {
+    int extra = 0;
+    for (byte b : utf8) {
+      if (b == '"' || b == '\\') {
+        extra++;
+      } else if (b >= 0 && b < 0x20) {
+        extra += (b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t') ? 1 : 5;
+      }
+    }
+    if (extra == 0) {
+      return utf8;
+    }
+    byte[] out = new byte[utf8.length + extra];
+    int o = 0;
+    for (byte b : utf8) {
+      if (b == '"' || b == '\\') {
+        out[o++] = '\\';
+        out[o++] = b;
+      } else if (b >= 0 && b < 0x20) {
+        out[o++] = '\\';
+        switch (b) {
+          case '\b' -> out[o++] = 'b';
+          case '\f' -> out[o++] = 'f';
+          case '\n' -> out[o++] = 'n';
+          case '\r' -> out[o++] = 'r';
+          case '\t' -> out[o++] = 't';
+          default -> {
+            out[o++] = 'u';
+            out[o++] = '0';
+            out[o++] = '0';
+            out[o++] = (byte) HEX[(b >> 4) & 0xF];
+            out[o++] = (byte) HEX[b & 0xF];
+          }
+        }
+      } else {
+        out[o++] = b;
+      }
+    }
+    return out;
+  }
+
+  private static final char[] HEX = "0123456789abcdef".toCharArray();
 }

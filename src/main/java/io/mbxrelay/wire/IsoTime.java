@@ -50,10 +50,26 @@ public final class IsoTime {
     }
     OffsetDateTime t = Instant.ofEpochMilli(epochMs).atOffset(ZoneOffset.UTC);
     int year = t.getYear();
-    String y =
-        year >= 0 && year <= 9999
-            ? String.format("%04d", year)
-            : (year < 0 ? "-" : "+") + String.format("%06d", Math.abs(year));
+    if (year >= 0 && year <= 9999) {
+      // the common case, written digit by digit: this runs twice per stored item (accepted_at, expires_at)
+      char[] c = new char[24];
+      digits(c, 0, year, 4);
+      c[4] = '-';
+      digits(c, 5, t.getMonthValue(), 2);
+      c[7] = '-';
+      digits(c, 8, t.getDayOfMonth(), 2);
+      c[10] = 'T';
+      digits(c, 11, t.getHour(), 2);
+      c[13] = ':';
+      digits(c, 14, t.getMinute(), 2);
+      c[16] = ':';
+      digits(c, 17, t.getSecond(), 2);
+      c[19] = '.';
+      digits(c, 20, t.getNano() / 1_000_000, 3);
+      c[23] = 'Z';
+      return new String(c);
+    }
+    String y = (year < 0 ? "-" : "+") + String.format("%06d", Math.abs(year));
     return String.format(
         "%s-%02d-%02dT%02d:%02d:%02d.%03dZ",
         y,
@@ -63,6 +79,13 @@ public final class IsoTime {
         t.getMinute(),
         t.getSecond(),
         t.getNano() / 1_000_000);
+  }
+
+  private static void digits(char[] out, int at, int value, int width) {
+    for (int i = at + width - 1; i >= at; i--) {
+      out[i] = (char) ('0' + value % 10);
+      value /= 10;
+    }
   }
 
   /**

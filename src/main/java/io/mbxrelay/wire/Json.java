@@ -62,6 +62,35 @@ public final class Json {
   }
 
   /**
+   * Parses bytes like JS {@code JSON.parse(buffer.toString('utf8'))}: the bytes are decoded as Node decodes UTF-8
+   * ({@link Utf8#decode(byte[])}, so a leading BOM is kept and refused, invalid sequences become U+FFFD) and parsed.
+   * Well-formed UTF-8 is parsed straight from the bytes (the same result without building a string first).
+   *
+   * @param utf8 the bytes (not null)
+   * @return the parsed tree, as {@link #parse(String)}
+   * @throws IllegalArgumentException as {@link #parse(String)}
+   */
+  public static JsonNode parse(byte[] utf8) {
+    // Jackson's byte bootstrapper would skip a BOM and sniff UTF-16/32 from NUL bytes: such input takes the text path.
+    boolean plain = utf8.length < 4 || (utf8[0] != 0 && utf8[1] != 0 && utf8[2] != 0 && utf8[3] != 0);
+    if (!plain || (utf8.length >= 3 && (utf8[0] & 0xFF) == 0xEF && (utf8[1] & 0xFF) == 0xBB
+        && (utf8[2] & 0xFF) == 0xBF) || !Utf8.isValid(utf8)) {
+      return parse(Utf8.decode(utf8));
+    }
+    JsonNode node;
+    try {
+      node = MAPPER.readTree(utf8);
+    } catch (java.io.IOException e) {
+      throw new IllegalArgumentException(e instanceof JsonProcessingException j ? shortMessage(j) : "invalid JSON",
+          null);
+    }
+    if (node == null || node.isMissingNode()) {
+      throw new IllegalArgumentException("invalid JSON: Unexpected end of JSON input");
+    }
+    return node;
+  }
+
+  /**
    * Serializes like JS {@code JSON.stringify(value)}: compact, keys in insertion order, numbers in ES
    * {@code Number::toString} form ({@link EsNumber}), strings escaped like ES2019 (only {@code "}, {@code \},
    * C0 controls and lone surrogates escaped; non-ASCII, U+007F, U+2028/2029 literal). Use it for HTTP bodies.

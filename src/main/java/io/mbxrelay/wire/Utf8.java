@@ -14,6 +14,62 @@ public final class Utf8 {
   private Utf8() {}
 
   /**
+   * Whether the bytes are well-formed UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF, no truncated
+   * sequence), i.e. whether {@link #decode(byte[])} would produce no replacement character of its own. For such bytes
+   * the decoded text re-encodes to the same bytes, so callers may parse or hash the bytes directly.
+   *
+   * @param b the bytes (not null)
+   * @return true when well-formed
+   */
+  public static boolean isValid(byte[] b) {
+    int n = b.length;
+    int i = 0;
+    while (i < n) {
+      int c = b[i];
+      if (c >= 0) {
+        i++;
+        continue;
+      }
+      c &= 0xFF;
+      if (c >= 0xC2 && c <= 0xDF) {
+        if (i + 1 >= n || !cont(b[i + 1])) {
+          return false;
+        }
+        i += 2;
+      } else if (c >= 0xE0 && c <= 0xEF) {
+        if (i + 2 >= n) {
+          return false;
+        }
+        int c1 = b[i + 1] & 0xFF;
+        int lo = c == 0xE0 ? 0xA0 : 0x80;
+        int hi = c == 0xED ? 0x9F : 0xBF;
+        if (c1 < lo || c1 > hi || !cont(b[i + 2])) {
+          return false;
+        }
+        i += 3;
+      } else if (c >= 0xF0 && c <= 0xF4) {
+        if (i + 3 >= n) {
+          return false;
+        }
+        int c1 = b[i + 1] & 0xFF;
+        int lo = c == 0xF0 ? 0x90 : 0x80;
+        int hi = c == 0xF4 ? 0x8F : 0xBF;
+        if (c1 < lo || c1 > hi || !cont(b[i + 2]) || !cont(b[i + 3])) {
+          return false;
+        }
+        i += 4;
+      } else {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static boolean cont(byte x) {
+    return (x & 0xC0) == 0x80;
+  }
+
+  /**
    * Decodes bytes as Node does.
    *
    * @param bytes the bytes (not null)

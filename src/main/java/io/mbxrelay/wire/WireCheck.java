@@ -42,7 +42,7 @@ public final class WireCheck {
   public static Optional<String> check(String kind, String itemId, byte[] wire, String senderPubkeyB64) {
     JsonNode v;
     try {
-      v = Json.parse(Utf8.decode(wire));
+      v = Json.parse(wire);
     } catch (IllegalArgumentException e) {
       return Optional.of("bad wire");
     }

@@ -95,4 +95,45 @@ class Ed25519Test {
       pool.shutdownNow();
     }
   }
+
+  /**
+   * The key-text path verifies against a cached decoded point; it must accept exactly what the byte path accepts,
+   * including for the small-order points (where cofactorless checks differ between libraries) and random junk keys.
+   */
+  @Test
+  void the_cached_point_path_accepts_exactly_what_the_byte_path_accepts() {
+    java.util.HexFormat hex = java.util.HexFormat.of();
+    List<String> smallOrder = List.of(
+        "0100000000000000000000000000000000000000000000000000000000000000",
+        "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+        "0000000000000000000000000000000000000000000000000000000000000000",
+        "0000000000000000000000000000000000000000000000000000000000000080",
+        "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+        "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa",
+        "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+        "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85");
+    for (String k : smallOrder) {
+      byte[] key = hex.parseHex(k);
+      for (String r : smallOrder) {
+        byte[] sig = new byte[64];
+        System.arraycopy(hex.parseHex(r), 0, sig, 0, 32); // R a small-order point, S = 0
+        assertThat(Ed25519.verify(B64.encode(key), MSG, B64.encode(sig)))
+            .as("key %s R %s", k, r).isEqualTo(Ed25519.verify(key, MSG, sig));
+      }
+    }
+    java.util.Random random = new java.util.Random(7);
+    for (int i = 0; i < 2000; i++) {
+      byte[] key = new byte[32];
+      byte[] sig = new byte[64];
+      random.nextBytes(key);
+      random.nextBytes(sig);
+      sig[63] &= 0x0f;
+      assertThat(Ed25519.verify(B64.encode(key), MSG, B64.encode(sig))).isEqualTo(Ed25519.verify(key, MSG, sig));
+    }
+    Ed25519KeyPair k = Ed25519KeyPair.generate();
+    byte[] sig = k.sign(MSG);
+    assertThat(Ed25519.verify(k.publicKeyB64(), MSG, B64.encode(sig))).isTrue(); // twice: once decoded, once cached
+    assertThat(Ed25519.verify(k.publicKeyB64(), MSG, B64.encode(sig))).isTrue();
+    assertThat(Ed25519.verify(k.publicKeyB64(), "other".getBytes(StandardCharsets.UTF_8), B64.encode(sig))).isFalse();
+  }
 }
