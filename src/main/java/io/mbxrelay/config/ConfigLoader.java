@@ -212,6 +212,9 @@ public final class ConfigLoader {
     range(v, "store.writerBatchMax", c.store().writerBatchMax(), 1, 10_000);
     range(v, "store.writerTimeoutMs", c.store().writerTimeoutMs(), 1000, 600_000);
     range(v, "store.busyTimeoutMs", c.store().busyTimeoutMs(), 0, 600_000);
+    range(v, "store.writerBatchMaxRows", c.store().writerBatchMaxRows(), 1, 1_000_000);
+    range(v, "store.writerBatchMaxBytes", c.store().writerBatchMaxBytes(), 1024, 1L << 30);
+    range(v, "store.writerCommitDelayMs", c.store().writerCommitDelayMs(), 0, 100);
     RelayConfig.Limits l = c.limits();
     range(v, "limits.maxItemBytes", l.maxItemBytes(), 1024, 64L << 20);
     range(v, "limits.maxBatch", l.maxBatch(), 1, 10_000);

@@ -48,11 +48,18 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    * Store side.
    *
    * @param readPoolSize read-only SQLite connections in the Agroal pool behind the Vert.x JDBC client
-   * @param writerBatchMax most write commands the writer runs in one transaction (group commit)
+   * @param writerBatchMax most write commands (one push request is one command) the writer runs in one transaction
+   *     (group commit)
    * @param writerTimeoutMs event-bus timeout of a write request; past it the outcome is unknown (503)
    * @param busyTimeoutMs SQLite {@code busy_timeout} for every connection
+   * @param writerBatchMaxRows most item rows (items × targets) one transaction writes; a single command over it still
+   *     runs alone
+   * @param writerBatchMaxBytes most wire bytes one transaction writes; a single command over it still runs alone
+   * @param writerCommitDelayMs when transactions follow each other closely, how long the next one waits for more
+   *     commands, ms (0 = never waits)
    */
-  public record Store(int readPoolSize, int writerBatchMax, long writerTimeoutMs, long busyTimeoutMs) {}
+  public record Store(int readPoolSize, int writerBatchMax, long writerTimeoutMs, long busyTimeoutMs,
+      int writerBatchMaxRows, long writerBatchMaxBytes, long writerCommitDelayMs) {}
 
   /**
    * Protocol limits, wire.md §3 "Other constants" and §4.7.

@@ -128,7 +128,8 @@ public final class RelayServer implements AutoCloseable {
       store.commitTimer(metrics::commitNanos);
       RelayMetrics m = metrics;
       StoreWriterVerticle writer = new StoreWriterVerticle(store, config.store().writerBatchMax(),
-          (commands, nanos, failure) -> {
+          config.store().writerBatchMaxRows(), config.store().writerBatchMaxBytes(),
+          config.store().writerCommitDelayMs(), (commands, nanos, failure) -> {
             m.writerTransaction(commands.size(), nanos, failure == null ? null : failure.kind());
             options.transactions().transaction(commands, nanos, failure);
           });
@@ -161,7 +162,7 @@ public final class RelayServer implements AutoCloseable {
         m.bindJwksAge(cache::ageSeconds);
         cache.onRefresh(m::jwksRefresh);
       }
-      RelayServices services = new RelayServices(config, relayKey, store.epoch(), version(), reads,
+      RelayServices services = new RelayServices(config, relayKey, store.epoch(), version(), reads, store.enrolments(),
           new StoreClient(vertx, config.store().writerTimeoutMs()),
           new ChallengeStore(l.maxOpenChallenges(), l.challengeTtlMs()),
           new SlidingWindowLimiter(l.enrolCallsPerMinute(), 60_000, l.rateTableMaxKeys()),

@@ -20,8 +20,12 @@ import org.slf4j.LoggerFactory;
  * owns the store's single write connection. Every write in the process is a {@link StoreCommand} request on
  * {@link Addresses#STORE_WRITE}; the reply is sent only after COMMIT.
  *
- * <p>Group commit: commands that queued while a transaction ran are taken together (at most {@code batchMax}) into
- * one transaction, each in its own savepoint, then committed once and answered.
+ * <p>Group commit: commands that queued while a transaction ran are taken together into one transaction (bounded by
+ * {@code batchMax} commands, {@code maxRows} item rows and {@code maxBytes} wire bytes; a single command over a bound
+ * runs alone), each in its own savepoint, then committed once and answered. One push request is one command.
+ *
+ * <p>Once a second, when idle, the writer asks the store to follow changes another process committed (an operator's
+ * deny-list command beside the running relay).
  *
  * <p>Failure replies: {@code 503} when the store is unavailable (I/O, disk full, busy) or the writer stopped after
  * corruption (fail-stop); {@code 500} for a bug in one command.
@@ -43,22 +47,35 @@ public final class StoreWriterVerticle extends VerticleBase {
     void transaction(List<StoreCommand<?>> commands, long nanos, StoreException failure);
   }
 
+  private static final long REFRESH_MS = 1000;
   private final RelayStore store;
   private final int batchMax;
+  private final int maxRows;
+  private final long maxBytes;
   private final TransactionListener listener;
   private final ArrayDeque<Message<StoreCommand<?>>> pending = new ArrayDeque<>();
   private boolean drainScheduled;
   private volatile boolean failStopped;
   private MessageConsumer<StoreCommand<?>> consumer;
+  private long refreshTimer = -1;
+  private final long commitDelayMs;
+  private long lastTxnEnd;
 
   /**
    * @param store the store; from now on touched only on this verticle's thread
    * @param batchMax most commands per transaction
+   * @param maxRows most item rows per transaction ({@link StoreCommand#weightRows()})
+   * @param maxBytes most wire bytes per transaction ({@link StoreCommand#weightBytes()})
+   * @param commitDelayMs how long a command arriving right after a transaction waits for company, ms (0 = never)
    * @param listener transaction observer
    */
-  public StoreWriterVerticle(RelayStore store, int batchMax, TransactionListener listener) {
+  public StoreWriterVerticle(RelayStore store, int batchMax, int maxRows, long maxBytes, long commitDelayMs,
+      TransactionListener listener) {
     this.store = Objects.requireNonNull(store);
     this.batchMax = batchMax;
+    this.maxRows = maxRows;
+    this.maxBytes = maxBytes;
+    this.commitDelayMs = commitDelayMs;
     this.listener = Objects.requireNonNull(listener);
   }
 
@@ -75,11 +92,26 @@ public final class StoreWriterVerticle extends VerticleBase {
   @Override
   public Future<?> start() {
     consumer = vertx.eventBus().localConsumer(Addresses.STORE_WRITE, this::enqueue);
+    refreshTimer = vertx.setPeriodic(REFRESH_MS, id -> refresh());
     return consumer.completion();
+  }
+
+  private void refresh() {
+    if (!pending.isEmpty() || failStopped) {
+      return; // the next transaction checks anyway
+    }
+    try {
+      store.refreshIfChangedElsewhere();
+    } catch (StoreException e) {
+      WARN.warn("refresh failed", "store refresh failed [kind: {}] [error: {}]", e.kind(), e.getMessage());
+    } catch (RuntimeException e) {
+      WARN.warn("refresh failed", "store refresh failed [error: {}]", e.toString());
+    }
   }
 
   @Override
   public Future<?> stop() {
+    vertx.cancelTimer(refreshTimer);
     Future<Void> f = consumer == null ? Future.succeededFuture() : consumer.unregister();
     return f.onComplete(ar -> {
       drain(); // answer what is still queued before the connection closes
@@ -93,7 +125,14 @@ public final class StoreWriterVerticle extends VerticleBase {
       drainScheduled = true;
       // runOnContext queues behind deliveries already waiting on this ordered context, so under load a drain finds
       // many commands at once.
-      context.runOnContext(v -> drain());
+      if (commitDelayMs > 0 && System.nanoTime() - lastTxnEnd < 2_000_000L * commitDelayMs) {
+        // Transactions are following each other closely: wait a moment so this one takes more commands (fewer
+        // fsyncs and WAL page writes per command; PostgreSQL's commit_delay). Idle or saturated, nothing waits:
+        // an idle writer starts at once, a saturated one always finds a queue.
+        vertx.setTimer(commitDelayMs, id -> drain());
+      } else {
+        context.runOnContext(v -> drain());
+      }
     }
   }
 
@@ -101,7 +140,15 @@ public final class StoreWriterVerticle extends VerticleBase {
     drainScheduled = false;
     while (!pending.isEmpty()) {
       List<Message<StoreCommand<?>>> batch = new ArrayList<>(Math.min(pending.size(), batchMax));
+      int rows = 0;
+      long bytes = 0;
       while (!pending.isEmpty() && batch.size() < batchMax) {
+        StoreCommand<?> next = pending.peek().body();
+        if (!batch.isEmpty() && (rows + next.weightRows() > maxRows || bytes + next.weightBytes() > maxBytes)) {
+          break;
+        }
+        rows += next.weightRows();
+        bytes += next.weightBytes();
         batch.add(pending.poll());
       }
       runBatch(batch);
@@ -109,6 +156,14 @@ public final class StoreWriterVerticle extends VerticleBase {
   }
 
   private void runBatch(List<Message<StoreCommand<?>>> batch) {
+    try {
+      runBatch0(batch);
+    } finally {
+      lastTxnEnd = System.nanoTime();
+    }
+  }
+
+  private void runBatch0(List<Message<StoreCommand<?>>> batch) {
     if (failStopped) {
       batch.forEach(m -> m.fail(503, "store stopped (fail-stop)"));
       return;

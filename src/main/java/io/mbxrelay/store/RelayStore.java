@@ -83,6 +83,14 @@ public interface RelayStore extends AutoCloseable {
    */
   record CommandResult(Object value, StoreException error) {}
 
+  /**
+   * Picks up changes another process committed to the store (for example an operator's deny-list command beside a
+   * running relay), so cached state follows them. Writer thread only; the default does nothing.
+   *
+   * @throws StoreException on I/O failure
+   */
+  default void refreshIfChangedElsewhere() throws StoreException {}
+
   /** Closes the writer connection. */
   @Override
   void close();

@@ -11,13 +11,32 @@ import java.util.OptionalLong;
  * @param <R> the result type of the command
  */
 public sealed interface StoreCommand<R>
-    permits StoreCommand.Push, StoreCommand.Enrol, StoreCommand.Ack, StoreCommand.Heartbeat, StoreCommand.Probe,
+    permits StoreCommand.Push, StoreCommand.PushBatch, StoreCommand.Enrol, StoreCommand.Ack, StoreCommand.Heartbeat, StoreCommand.Probe,
         StoreCommand.SweepBatch, StoreCommand.PruneDedup, StoreCommand.LogOp,
     // trust commands (issue 3): allowlist, enc-key ads, rotation, deny list
     StoreCommand.PublishSenders, StoreCommand.PublishEncAdV1, StoreCommand.PublishEncAdV2, StoreCommand.Rotate,
     StoreCommand.Deny, StoreCommand.Undeny,
     // v1 compatibility (wire.md §3 "v1 endpoints")
     StoreCommand.PushV1, StoreCommand.AckV1 {
+
+  /**
+   * How many rows this command may write, for the writer's group-commit bound ({@code store.writerBatchMaxItems}).
+   *
+   * @return rows (items × targets for pushes, 1 for everything else)
+   */
+  default int weightRows() {
+    return 1;
+  }
+
+  /**
+   * How many wire bytes this command may write, for the writer's group-commit bound
+   * ({@code store.writerBatchMaxBytes}).
+   *
+   * @return bytes (0 for commands that store no wire)
+   */
+  default long weightBytes() {
+    return 0;
+  }
 
   /**
    * Stores one pushed item for all its targets, all or nothing (wire.md §3 push v2, step 5 database checks and step
@@ -37,6 +56,51 @@ public sealed interface StoreCommand<R>
       Objects.requireNonNull(kind);
       Objects.requireNonNull(itemId);
       targets = List.copyOf(targets);
+    }
+
+    @Override
+    public int weightRows() {
+      return targets.size();
+    }
+
+    @Override
+    public long weightBytes() {
+      long n = 0;
+      for (Target t : targets) {
+        n += t.wire() == null ? 0 : t.wire().length;
+      }
+      return n;
+    }
+  }
+
+  /**
+   * The items of one push request, all from the same sender, stored in request order in one transaction (wire.md §3
+   * push v2 steps 5–6): each item all or nothing over its targets and independent of the others. The HTTP layer sends
+   * one batch per request, so group commit takes whole requests and a request costs one event-bus message.
+   *
+   * @param items the items needing the store, in request order (each {@link Push} names the same sender)
+   */
+  record PushBatch(List<Push> items) implements StoreCommand<List<PushOutcome>> {
+    public PushBatch {
+      items = List.copyOf(items);
+    }
+
+    @Override
+    public int weightRows() {
+      int n = 0;
+      for (Push p : items) {
+        n += p.weightRows();
+      }
+      return n;
+    }
+
+    @Override
+    public long weightBytes() {
+      long n = 0;
+      for (Push p : items) {
+        n += p.weightBytes();
+      }
+      return n;
     }
   }
 

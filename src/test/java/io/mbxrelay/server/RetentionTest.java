@@ -193,7 +193,7 @@ class RetentionTest {
       }
       int firstSweep = order.indexOf("SweepBatch");
       int lastSweep = order.lastIndexOf("SweepBatch");
-      int push = order.indexOf("Push");
+      int push = order.indexOf("PushBatch");
       assertThat(push).as(joined).isGreaterThan(firstSweep).isLessThan(lastSweep);
       assertThat(sweep(r).counts().rows()).isZero();
       try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + dir.resolve("relay.db"));

@@ -4,6 +4,7 @@ import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.store.AckOutcome;
 import io.mbxrelay.store.EnrolOutcome;
 import io.mbxrelay.store.Enrolment;
+import io.mbxrelay.store.EnrolmentCache;
 import io.mbxrelay.store.PushOutcome;
 import io.mbxrelay.store.RelayStore;
 import io.mbxrelay.store.StoreCommand;
@@ -23,9 +24,11 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Clock;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -59,6 +62,16 @@ public final class SqliteRelayStore implements RelayStore {
   private CommitHook hook = (c, done) -> {};
   private final TrustCommands trust;
   private java.util.function.LongConsumer commitTimer = nanos -> {};
+  private final EnrolmentCache enrolments = new EnrolmentCache();
+  private final WriterState state = new WriterState();
+  /** Keys whose enrolment row the open transaction changed: read from the database until COMMIT. */
+  private final Set<String> dirtyEnrolments = new HashSet<>();
+  /** The open transaction may have changed many enrolment rows (deny): read them all from the database. */
+  private boolean reloadEnrolments;
+  /** SQLite {@code data_version} as last seen: another connection committed when it moves. */
+  private long dataVersion = -1;
+  private long lastIsoMs;
+  private String lastIso;
 
   private SqliteRelayStore(Path file, Connection conn, Clock clock, RelayConfig.Limits limits, String relayPubkey,
       String epoch) {
@@ -78,29 +91,21 @@ public final class SqliteRelayStore implements RelayStore {
   private final java.util.Map<String, PreparedStatement> statements = new java.util.HashMap<>();
 
   /**
-   * A cached prepared statement for {@code sql}. The driver does not cache statements and the writer runs the same
-   * dozen statements for every item, so preparing once per connection saves a parse per statement. The returned
-   * object is a view whose {@code close()} only clears parameters, so callers keep using try-with-resources.
+   * The cached prepared statement for {@code sql}, prepared once per connection (the driver does not cache and the
+   * writer runs the same dozen statements for every item). Callers bind every parameter and do not close it; one that
+   * is closed anyway (try-with-resources in the start-up code) is prepared again on its next use.
    */
-  private PreparedStatement prepared(String sql) throws SQLException {
-    PreparedStatement real = statements.get(sql);
-    if (real == null || real.isClosed()) {
-      real = conn.prepareStatement(sql);
-      statements.put(sql, real);
+  private PreparedStatement statement(String sql) throws SQLException {
+    PreparedStatement ps = statements.get(sql);
+    if (ps == null || ps.isClosed()) {
+      ps = conn.prepareStatement(sql);
+      statements.put(sql, ps);
     }
-    PreparedStatement target = real;
-    return (PreparedStatement) java.lang.reflect.Proxy.newProxyInstance(PreparedStatement.class.getClassLoader(),
-        new Class<?>[] {PreparedStatement.class}, (proxy, method, args) -> {
-          if (method.getName().equals("close") && method.getParameterCount() == 0) {
-            target.clearParameters();
-            return null;
-          }
-          try {
-            return method.invoke(target, args);
-          } catch (java.lang.reflect.InvocationTargetException e) {
-            throw e.getCause();
-          }
-        });
+    return ps;
+  }
+
+  private PreparedStatement prepared(String sql) throws SQLException {
+    return statement(sql);
   }
 
   /**
@@ -133,15 +138,21 @@ public final class SqliteRelayStore implements RelayStore {
         st.execute("PRAGMA journal_mode=WAL");
         st.execute("PRAGMA synchronous=FULL");
         st.execute("PRAGMA foreign_keys=ON");
+        // the writer's page cache (default 2 MB): index pages of many targets stay hot across transactions
+        st.execute("PRAGMA cache_size=" + SqliteSettings.WRITER_CACHE_KIB);
       }
       SqliteRelayStore store = new SqliteRelayStore(file, conn, clock, limits, relayPubkey, null);
       store.openReport = store.initialise(heartbeatStaleMs);
+      store.refreshIfChangedElsewhere(); // loads the enrolment cache
       return store;
     } catch (SQLException e) {
       closeQuietly(conn);
       if (e instanceof SQLiteException se && se.getResultCode() == SQLiteErrorCode.SQLITE_NOTADB) {
         throw new StoreOpenException(file + " is not a relay store (not an SQLite database)", e);
       }
+      throw new StoreOpenException("cannot open the store " + file + ": " + e.getMessage(), e);
+    } catch (StoreException e) {
+      closeQuietly(conn);
       throw new StoreOpenException("cannot open the store " + file + ": " + e.getMessage(), e);
     } catch (StoreOpenException | RuntimeException e) {
       closeQuietly(conn);
@@ -275,7 +286,7 @@ public final class SqliteRelayStore implements RelayStore {
           }
         }
       }
-      ensureUsage();
+      ensureIndexes();
       putMeta("heartbeat", Long.toString(now));
       this.epoch = meta("epoch").orElseThrow();
       try (Statement st = conn.createStatement()) {
@@ -294,14 +305,16 @@ public final class SqliteRelayStore implements RelayStore {
     }
   }
 
-  private void ensureUsage() throws SQLException {
-    boolean existed = tableExists("queue_usage");
+  /** Brings indexes and derived tables to this version's shape ({@link Schema#DERIVED}); idempotent. */
+  private void ensureIndexes() throws SQLException {
+    boolean usageExisted = tableExists("queue_usage");
     try (Statement st = conn.createStatement()) {
-      for (String ddl : Schema.USAGE) {
+      for (String ddl : Schema.DERIVED) {
         st.execute(ddl);
       }
-      if (!existed) {
-        for (String sql : Schema.USAGE_BACKFILL) {
+      st.execute(Schema.QUEUE_USAGE);
+      if (!usageExisted) {
+        for (String sql : Schema.QUEUE_USAGE_BACKFILL) {
           st.execute(sql);
         }
       }
@@ -366,13 +379,24 @@ public final class SqliteRelayStore implements RelayStore {
     return file;
   }
 
+  /**
+   * The committed enrolments, kept current by this store after every COMMIT (the hop check and the push path read
+   * them without a database round trip).
+   *
+   * @return the shared cache (reads safe on any thread)
+   */
+  public EnrolmentCache enrolments() {
+    return enrolments;
+  }
+
   @Override
   public List<CommandResult> execute(List<? extends StoreCommand<?>> commands) throws StoreException {
     if (commands.isEmpty()) {
       return List.of();
     }
-    try (Statement st = conn.createStatement()) {
-      st.execute("BEGIN IMMEDIATE");
+    try {
+      followExternalChanges();
+      statement("BEGIN IMMEDIATE").execute();
     } catch (SQLException e) {
       throw classify("begin failed", e);
     }
@@ -381,30 +405,95 @@ public final class SqliteRelayStore implements RelayStore {
       for (StoreCommand<?> command : commands) {
         results.add(runInSavepoint(command));
       }
+      writeDirtySeqs();
+      writePendingUsage();
       hook.at(commands, false);
-      try (Statement st = conn.createStatement()) {
-        long start = System.nanoTime();
-        st.execute("COMMIT");
-        commitTimer.accept(System.nanoTime() - start);
-      }
+      long start = System.nanoTime();
+      statement("COMMIT").execute();
+      commitTimer.accept(System.nanoTime() - start);
     } catch (SQLException | RuntimeException e) {
       rollbackQuietly();
+      afterRollback();
       throw e instanceof SQLException se ? classify("commit failed", se)
           : new StoreException(StoreException.Kind.INTERNAL, "transaction failed", e);
     } catch (Error e) {
       // An Error (OutOfMemoryError, StackOverflowError, ...) must not leave the only write connection inside an open
       // transaction: roll back, then let it propagate (the writer fails the batch and stops).
       rollbackQuietly();
+      afterRollback();
       throw e;
     }
+    afterCommit();
     hook.at(commands, true);
     return results;
   }
 
-  private CommandResult runInSavepoint(StoreCommand<?> command) throws SQLException {
-    try (Statement st = conn.createStatement()) {
-      st.execute("SAVEPOINT cmd");
+  /**
+   * Picks up a change another process committed (the {@code deny} CLI beside a running relay): when SQLite's
+   * {@code data_version} moved, every cached row is dropped and the enrolments are read again. The writer calls this
+   * before each transaction and once a second when idle. Writer thread only.
+   *
+   * @throws StoreException when the check fails (I/O)
+   */
+  public void refreshIfChangedElsewhere() throws StoreException {
+    try {
+      followExternalChanges();
+    } catch (SQLException e) {
+      throw classify("refresh failed", e);
     }
+  }
+
+  private void followExternalChanges() throws SQLException {
+    long v = dataVersion();
+    if (v != dataVersion) {
+      dataVersion = v;
+      state.dropAll();
+      enrolments.replaceAll(allEnrolmentRows());
+    }
+  }
+
+  private long dataVersion() throws SQLException {
+    try (ResultSet rs = statement("PRAGMA data_version").executeQuery()) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
+
+  /** After COMMIT: the enrolment rows this transaction changed become visible to the hop check. */
+  private void afterCommit() {
+    try {
+      if (reloadEnrolments) {
+        enrolments.replaceAll(allEnrolmentRows());
+      } else {
+        for (String key : dirtyEnrolments) {
+          Optional<Enrolment> row = enrolmentFromDb(key);
+          if (row.isPresent()) {
+            enrolments.put(row.get());
+          } else {
+            enrolments.remove(key);
+          }
+        }
+      }
+    } catch (SQLException e) {
+      // The rows are committed; the copy is not. Reading them next time is all it takes: force it.
+      LOG.warn("enrolment cache refresh failed [error: {}]", e.getMessage());
+      dataVersion = -1;
+    } finally {
+      dirtyEnrolments.clear();
+      reloadEnrolments = false;
+    }
+  }
+
+  /** After ROLLBACK: nothing of this transaction happened; drop what was derived from it. */
+  private void afterRollback() {
+    dirtyEnrolments.clear();
+    reloadEnrolments = false;
+    state.dropAll();
+  }
+
+  private CommandResult runInSavepoint(StoreCommand<?> command) throws SQLException {
+    statement("SAVEPOINT cmd").execute();
+    state.journal.clear();
     try {
       Object value;
       try {
@@ -413,11 +502,10 @@ public final class SqliteRelayStore implements RelayStore {
         rollbackTo();
         return new CommandResult(Optional.of(r.getMessage()), null);
       }
-      if (value instanceof PushOutcome.Rejected
-          || (command instanceof StoreCommand.PushV1 && ((Optional<?>) value).isPresent())) {
+      if (command instanceof StoreCommand.PushV1 && ((Optional<?>) value).isPresent()) {
         rollbackTo();
       } else {
-        release();
+        statement("RELEASE cmd").execute();
       }
       return new CommandResult(value, null);
     } catch (SQLException e) {
@@ -435,32 +523,42 @@ public final class SqliteRelayStore implements RelayStore {
   }
 
   private void rollbackTo() throws SQLException {
-    try (Statement st = conn.createStatement()) {
-      st.execute("ROLLBACK TO cmd");
-      st.execute("RELEASE cmd");
-    }
+    statement("ROLLBACK TO cmd").execute();
+    statement("RELEASE cmd").execute();
+    // Seqs stay as allocated (a gap is allowed, a reuse is not); counted rows of the command are taken back.
+    undoCounts(0);
   }
 
-  private void release() throws SQLException {
-    try (Statement st = conn.createStatement()) {
-      st.execute("RELEASE cmd");
+  /** Takes back the counted changes after {@code mark} in the journal (newest first). */
+  private void undoCounts(int mark) {
+    for (int i = state.journal.size() - 1; i >= mark; i--) {
+      WriterState.Delta d = state.journal.remove(i);
+      count(d.target(), d.sender(), -d.items(), -d.bytes());
     }
   }
 
   private void rollbackQuietly() {
-    try (Statement st = conn.createStatement()) {
-      st.execute("ROLLBACK");
+    try {
+      statement("ROLLBACK").execute();
     } catch (SQLException ignored) {
       // no transaction open any more
     }
   }
 
   private Object run(StoreCommand<?> command) throws SQLException {
-    if (command instanceof StoreCommand.Push p) {
+    if (command instanceof StoreCommand.PushBatch b) {
+      List<PushOutcome> out = new ArrayList<>(b.items().size());
+      for (StoreCommand.Push p : b.items()) {
+        out.add(push(p));
+      }
+      return out;
+    } else if (command instanceof StoreCommand.Push p) {
       return push(p);
     } else if (command instanceof StoreCommand.Ack a) {
       return ack(a);
     } else if (command instanceof StoreCommand.Enrol e) {
+      dirtyEnrolments.add(e.hostPubkey());
+      state.accountUsage.clear(); // the account or liveness of a key may change
       return enrol(e);
     } else if (command instanceof StoreCommand.Heartbeat) {
       long now = clock.millis();
@@ -479,12 +577,25 @@ public final class SqliteRelayStore implements RelayStore {
       return true;
     } else if (command instanceof StoreCommand.Probe) {
       // A real page write (same value) so a read-only or full store fails the probe, not just a read.
-      try (Statement st = conn.createStatement()) {
-        return st.executeUpdate("UPDATE meta SET v = v WHERE k = 'schema_version'") == 1;
-      }
+      return statement("UPDATE meta SET v = v WHERE k = 'schema_version'").executeUpdate() == 1;
+    }
+    if (command instanceof StoreCommand.Rotate r) {
+      dirtyEnrolments.add(r.oldPub());
+      dirtyEnrolments.add(r.newPub());
+    } else if (command instanceof StoreCommand.Deny) {
+      reloadEnrolments = true;
     }
     Object trustResult = trust.run(command); // allowlist, enc-key ads, rotation, deny list (TrustCommands)
     if (trustResult != null) {
+      if (command instanceof StoreCommand.PublishSenders p) {
+        state.removeAllowlist(p.targetPubkey());
+      } else if (command instanceof StoreCommand.Rotate r) {
+        recountUsage(r.oldPub()); // the queue moved by SQL of its own
+        recountUsage(r.newPub());
+        state.dropUsageAndLists();
+      } else if (command instanceof StoreCommand.Deny) {
+        state.dropUsageAndLists(); // hosts revoked: account usage counts live hosts only
+      }
       return trustResult;
     }
     throw new IllegalArgumentException("unknown command " + command.getClass().getName());
@@ -492,8 +603,18 @@ public final class SqliteRelayStore implements RelayStore {
 
   // ---- push (wire.md §3 push v2 steps 5-6) ----
 
+  /**
+   * One item, all or nothing over its targets. Per target the quota is checked in memory first; within quota the
+   * dedup row is inserted ({@code ON CONFLICT DO NOTHING}) and, when it was new, the item row; only a conflicting
+   * insert or a quota refusal reads the stored dedup row. That is the rule of wire.md §3 step 6 (an existing dedup row
+   * wins over the quota) with one statement less per fresh item. A single-target item writes nothing before it is
+   * known to succeed; a multi-target item runs in its own savepoint.
+   */
   private PushOutcome push(StoreCommand.Push p) throws SQLException {
-    for (StoreCommand.Target t : p.targets()) {
+    List<StoreCommand.Target> targets = p.targets();
+    Enrolment[] enrolled = new Enrolment[targets.size()];
+    for (int i = 0; i < targets.size(); i++) {
+      StoreCommand.Target t = targets.get(i);
       Optional<Enrolment> e = enrolmentRow(t.hostPubkey());
       if (e.isEmpty() || !e.get().live()) {
         return new PushOutcome.Rejected("target not enrolled");
@@ -504,84 +625,142 @@ public final class SqliteRelayStore implements RelayStore {
       if (t.precheckFailure() != null) {
         return new PushOutcome.Rejected(t.precheckFailure());
       }
+      enrolled[i] = e.get();
     }
     long now = clock.millis();
-    String nowIso = IsoTime.format(now);
+    String nowIso = iso(now);
     String expiresAt = IsoTime.format(now + limits.retentionMs());
+    boolean multi = targets.size() > 1;
+    if (multi) {
+      statement("SAVEPOINT item").execute();
+    }
     boolean fresh = false;
     String earliest = null;
-    List<PushOutcome.TargetSeq> out = new ArrayList<>(p.targets().size());
-    for (StoreCommand.Target t : p.targets()) {
+    List<PushOutcome.TargetSeq> out = new ArrayList<>(targets.size());
+    // a multi-target item that is rolled back gives its seqs back, so the targets' head_seq does not move
+    long[] seqBefore = multi ? new long[targets.size()] : null;
+    int mark = state.journal.size();
+    for (int i = 0; i < targets.size(); i++) {
+      StoreCommand.Target t = targets.get(i);
+      String quota = quotaFailure(p.senderPubkey(), enrolled[i], t.wire().length);
+      if (quota == null) {
+        long next = nextSeq(t.hostPubkey());
+        long seq = Math.max(next, now);
+        if (insertDedup(p.senderPubkey(), p.itemId(), t.hostPubkey(), t.wireHash(), seq, nowIso)) {
+          insertItem(t.hostPubkey(), seq, p.kind(), p.itemId(), p.senderPubkey(), p.senderHost(), t.wire(),
+              t.wireHash(), nowIso, expiresAt);
+          if (multi) {
+            seqBefore[i] = next;
+          }
+          useSeq(t.hostPubkey(), seq);
+          countRows(enrolled[i], p.senderPubkey(), 1, t.wire().length);
+          fresh = true;
+          out.add(new PushOutcome.TargetSeq(t.hostPubkey(), seq, t.wireHash()));
+          continue;
+        }
+      }
       DedupRow row = dedupRow(p.senderPubkey(), p.itemId(), t.hostPubkey());
-      if (row != null) {
-        if (!row.wireHash.equals(t.wireHash())) {
-          return new PushOutcome.Rejected("conflict");
+      if (row == null) {
+        if (quota == null) {
+          throw new IllegalStateException("dedup insert ignored but no dedup row found");
         }
-        out.add(new PushOutcome.TargetSeq(t.hostPubkey(), row.seq, row.wireHash));
-        if (earliest == null || row.acceptedAt.compareTo(earliest) < 0) {
-          earliest = row.acceptedAt;
-        }
-        continue;
+        return rejectItem(targets, seqBefore, mark, "quota:" + quota);
       }
-      String quota = quotaFailure(p.senderPubkey(), t.hostPubkey(), t.wire().length);
-      if (quota != null) {
-        return new PushOutcome.Rejected("quota:" + quota);
+      if (!row.wireHash.equals(t.wireHash())) {
+        return rejectItem(targets, seqBefore, mark, "conflict");
       }
-      long seq = allocateSeq(t.hostPubkey(), now);
-      insertItem(t.hostPubkey(), seq, p.kind(), p.itemId(), p.senderPubkey(), p.senderHost(), t.wire(), t.wireHash(),
-          nowIso, expiresAt);
-      insertDedup(p.senderPubkey(), p.itemId(), t.hostPubkey(), t.wireHash(), seq, nowIso);
-      fresh = true;
-      out.add(new PushOutcome.TargetSeq(t.hostPubkey(), seq, t.wireHash()));
+      out.add(new PushOutcome.TargetSeq(t.hostPubkey(), row.seq, row.wireHash));
+      if (earliest == null || row.acceptedAt.compareTo(earliest) < 0) {
+        earliest = row.acceptedAt;
+      }
+    }
+    if (multi) {
+      statement("RELEASE item").execute();
     }
     return new PushOutcome.Stored(fresh, out, fresh ? nowIso : earliest, epoch);
+  }
+
+  /** Refuses an item; a multi-target one is rolled back to its savepoint and its seqs given back. */
+  private PushOutcome rejectItem(List<StoreCommand.Target> targets, long[] seqBefore, int mark, String reason)
+      throws SQLException {
+    if (seqBefore != null) {
+      statement("ROLLBACK TO item").execute();
+      statement("RELEASE item").execute();
+      for (int i = 0; i < targets.size(); i++) {
+        if (seqBefore[i] != 0) {
+          state.nextSeq.put(targets.get(i).hostPubkey(), seqBefore[i]);
+        }
+      }
+      undoCounts(mark); // earlier targets of this item were counted
+    }
+    return new PushOutcome.Rejected(reason);
+  }
+
+  /** {@code iso(now)} for consecutive items of the same millisecond without formatting again. */
+  private String iso(long ms) {
+    if (ms != lastIsoMs || lastIso == null) {
+      lastIso = IsoTime.format(ms);
+      lastIsoMs = ms;
+    }
+    return lastIso;
   }
 
   private record DedupRow(String wireHash, long seq, String acceptedAt) {}
 
   private DedupRow dedupRow(String sender, String itemId, String target) throws SQLException {
-    try (PreparedStatement ps = prepared(
-        "SELECT wire_hash, seq, accepted_at FROM dedup WHERE sender_pubkey=? AND item_id=? AND target_pubkey=?")) {
-      ps.setString(1, sender);
-      ps.setString(2, itemId);
-      ps.setString(3, target);
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next() ? new DedupRow(rs.getString(1), rs.getLong(2), rs.getString(3)) : null;
-      }
+    PreparedStatement ps = statement(
+        "SELECT wire_hash, seq, accepted_at FROM dedup WHERE sender_pubkey=? AND item_id=? AND target_pubkey=?");
+    ps.setString(1, sender);
+    ps.setString(2, itemId);
+    ps.setString(3, target);
+    try (ResultSet rs = ps.executeQuery()) {
+      return rs.next() ? new DedupRow(rs.getString(1), rs.getLong(2), rs.getString(3)) : null;
     }
   }
 
+  /** The target's allowlist check (wire.md §4.3): no list → anyone enrolled; else only listed sender keys. */
   private boolean senderAccepted(String target, String sender) throws SQLException {
-    try (PreparedStatement ps = prepared(
-        "SELECT EXISTS(SELECT 1 FROM json_each(senders) WHERE value = ?) FROM sender_lists WHERE target_pubkey=?")) {
-      ps.setString(1, sender);
-      ps.setString(2, target);
+    Set<String> list = state.allowlist(target);
+    if (list == null) {
+      PreparedStatement ps = statement("SELECT senders FROM sender_lists WHERE target_pubkey=?");
+      ps.setString(1, target);
+      String json;
       try (ResultSet rs = ps.executeQuery()) {
-        return !rs.next() || rs.getInt(1) == 1;
+        json = rs.next() ? rs.getString(1) : null;
       }
+      if (json == null) {
+        list = WriterState.NO_LIST;
+      } else {
+        list = new HashSet<>();
+        for (com.fasterxml.jackson.databind.JsonNode n : io.mbxrelay.wire.Json.parse(json)) {
+          if (n.isTextual()) {
+            list.add(n.textValue());
+          }
+        }
+      }
+      state.putAllowlist(target, list);
     }
+    return list == WriterState.NO_LIST || list.contains(sender);
   }
 
   /** Quota checks in the order and with the texts of wire.md §3 "Quota messages"; null when within quota. */
-  private String quotaFailure(String sender, String target, long bytes) throws SQLException {
-    Enrolment t = enrolmentRow(target).orElseThrow();
-    String name = t.hostName();
-    long[] q = sums("SELECT coalesce(sum(items), 0), coalesce(sum(bytes), 0) FROM queue_usage WHERE target_pubkey=?",
-        target);
-    if (q[0] + 1 > limits.maxQueueItems()) {
+  private String quotaFailure(String sender, Enrolment target, long bytes) throws SQLException {
+    String name = target.hostName();
+    WriterState.TargetUsage q = usage(target.hostPubkey());
+    if (q.items + 1 > limits.maxQueueItems()) {
       return "queue depth exceeded for " + name;
     }
-    if (q[1] + bytes > limits.maxQueueBytes()) {
+    if (q.bytes + bytes > limits.maxQueueBytes()) {
       return "queue bytes exceeded for " + name;
     }
-    long[] s = sums("SELECT coalesce(sum(items), 0), coalesce(sum(bytes), 0) FROM sender_usage"
-        + " WHERE sender_pubkey=? AND target_pubkey=?", sender, target);
-    if (s[0] + 1 > limits.maxSenderItems() || s[1] + bytes > limits.maxSenderBytes()) {
+    long[] s = senders(target.hostPubkey(), q).get(sender);
+    long sItems = s == null ? 0 : s[0];
+    long sBytes = s == null ? 0 : s[1];
+    if (sItems + 1 > limits.maxSenderItems() || sBytes + bytes > limits.maxSenderBytes()) {
       return "sender share exceeded for " + name;
     }
-    if (t.account() != null) {
-      long[] o = sums("SELECT coalesce(sum(q.items), 0), coalesce(sum(q.bytes), 0) FROM enrolments e JOIN queue_usage q"
-          + " ON q.target_pubkey = e.host_pubkey WHERE e.account=? AND e.revoked_at IS NULL", t.account());
+    if (target.account() != null) {
+      long[] o = accountUsage(target.account());
       if (o[0] + 1 > limits.maxOwnerItems()) {
         return "owner queue depth exceeded for " + name;
       }
@@ -592,77 +771,232 @@ public final class SqliteRelayStore implements RelayStore {
     return null;
   }
 
-  private long[] sums(String sql, String... args) throws SQLException {
-    try (PreparedStatement ps = prepared(sql)) {
-      for (int i = 0; i < args.length; i++) {
-        ps.setString(i + 1, args[i]);
+  /** A target's queue usage as this transaction sees it: its {@code queue_usage} row plus this transaction's changes. */
+  private WriterState.TargetUsage usage(String target) throws SQLException {
+    WriterState.TargetUsage u = state.usage.get(target);
+    if (u == null) {
+      u = new WriterState.TargetUsage();
+      PreparedStatement ps = statement("SELECT items, bytes FROM queue_usage WHERE target_pubkey=?");
+      ps.setString(1, target);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (rs.next()) {
+          u.items = rs.getLong(1);
+          u.bytes = rs.getLong(2);
+        }
       }
+      long[] p = state.pending.get(target);
+      if (p != null) {
+        u.items += p[0];
+        u.bytes += p[1];
+      }
+      state.usage.put(target, u);
+    }
+    return u;
+  }
+
+  /** Per-sender shares of a target's queue, counted from its rows the first time they are needed. */
+  private java.util.Map<String, long[]> senders(String target, WriterState.TargetUsage u) throws SQLException {
+    if (u.bySender == null) {
+      java.util.Map<String, long[]> m = new java.util.HashMap<>();
+      PreparedStatement ps = statement("SELECT sender_pubkey, count(*), coalesce(sum(bytes), 0) FROM items"
+          + " WHERE target_pubkey=? GROUP BY sender_pubkey");
+      ps.setString(1, target);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          m.put(rs.getString(1), new long[] {rs.getLong(2), rs.getLong(3)});
+        }
+      }
+      u.bySender = m;
+    }
+    return u.bySender;
+  }
+
+  /** Items and bytes queued for the live hosts of an account (wire.md §3 owner quota). */
+  private long[] accountUsage(String account) throws SQLException {
+    long[] u = state.accountUsage.get(account);
+    if (u == null) {
+      PreparedStatement ps = statement("SELECT coalesce(sum(q.items), 0), coalesce(sum(q.bytes), 0) FROM enrolments e"
+          + " JOIN queue_usage q ON q.target_pubkey = e.host_pubkey WHERE e.account=? AND e.revoked_at IS NULL");
+      ps.setString(1, account);
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
-        return new long[] {rs.getLong(1), rs.getLong(2)};
+        u = new long[] {rs.getLong(1), rs.getLong(2)};
+      }
+      for (var e : state.pending.entrySet()) { // this transaction's changes are not in queue_usage yet
+        Optional<Enrolment> t = enrolmentRow(e.getKey());
+        if (t.isPresent() && t.get().live() && account.equals(t.get().account())) {
+          u[0] += e.getValue()[0];
+          u[1] += e.getValue()[1];
+        }
+      }
+      state.accountUsage.put(account, u);
+    }
+    return u;
+  }
+
+  /**
+   * Counts rows added ({@code n > 0}) or deleted ({@code n < 0}) for a target: in the transaction's pending
+   * {@code queue_usage} change, in whatever usage is held in memory, and in the command's journal (so a rollback can
+   * take it back).
+   *
+   * @param target the target's enrolment (its account counts only while it is live); a target without an enrolment
+   *     row is counted by key only
+   */
+  private void countRows(Enrolment target, String sender, long n, long bytes) {
+    state.journal.add(new WriterState.Delta(target, sender, n, bytes));
+    count(target, sender, n, bytes);
+  }
+
+  private void count(Enrolment target, String sender, long n, long bytes) {
+    long[] p = state.pending.computeIfAbsent(target.hostPubkey(), k -> new long[2]);
+    p[0] += n;
+    p[1] += bytes;
+    WriterState.TargetUsage u = state.usage.get(target.hostPubkey());
+    if (u != null) {
+      u.add(sender, n, bytes);
+    }
+    if (target.account() != null && target.live()) {
+      long[] a = state.accountUsage.get(target.account());
+      if (a != null) {
+        a[0] += n;
+        a[1] += bytes;
       }
     }
+  }
+
+  /** Writes each touched target's change to {@code queue_usage}: one statement per target per transaction. */
+  private void writePendingUsage() throws SQLException {
+    if (state.pending.isEmpty()) {
+      return;
+    }
+    PreparedStatement ps = statement("INSERT INTO queue_usage(target_pubkey, items, bytes) VALUES(?, ?, ?)"
+        + " ON CONFLICT(target_pubkey) DO UPDATE SET items = items + excluded.items, bytes = bytes + excluded.bytes");
+    for (var e : state.pending.entrySet()) {
+      long[] d = e.getValue();
+      if (d[0] == 0 && d[1] == 0) {
+        continue;
+      }
+      ps.setString(1, e.getKey());
+      ps.setLong(2, d[0]);
+      ps.setLong(3, d[1]);
+      ps.executeUpdate();
+    }
+    state.pending.clear();
+    state.journal.clear();
+  }
+
+  /** Sets a target's {@code queue_usage} from its rows (after SQL that moved rows without counting them). */
+  private void recountUsage(String target) throws SQLException {
+    PreparedStatement ps = statement("INSERT INTO queue_usage(target_pubkey, items, bytes) SELECT ?, count(*),"
+        + " coalesce(sum(bytes), 0) FROM items WHERE target_pubkey=? ON CONFLICT(target_pubkey) DO UPDATE SET"
+        + " items = excluded.items, bytes = excluded.bytes");
+    ps.setString(1, target);
+    ps.setString(2, target);
+    ps.executeUpdate();
+    state.pending.remove(target);
+    state.usage.remove(target);
+  }
+
+  /** The next seq a target would get ({@code seqs.next_seq}, 1 when none), read once per target. */
+  private long nextSeq(String target) throws SQLException {
+    Long n = state.nextSeq.get(target);
+    if (n == null) {
+      PreparedStatement ps = statement("SELECT next_seq FROM seqs WHERE target_pubkey=?");
+      ps.setString(1, target);
+      try (ResultSet rs = ps.executeQuery()) {
+        n = rs.next() ? rs.getLong(1) : 1L;
+      }
+      state.nextSeq.put(target, n);
+    }
+    return n;
+  }
+
+  /** Records that {@code seq} was used; {@code seqs} is written once per target before COMMIT. */
+  private void useSeq(String target, long seq) {
+    state.nextSeq.put(target, seq + 1);
+    state.dirtySeqs.add(target);
   }
 
   /** wire.md §5 "Seq allocation": {@code cur = max(next_seq or 1, now_ms)}; {@code next_seq = cur + 1}. */
   private long allocateSeq(String target, long nowMs) throws SQLException {
-    long next = 1;
-    try (PreparedStatement ps = prepared("SELECT next_seq FROM seqs WHERE target_pubkey=?")) {
-      ps.setString(1, target);
-      try (ResultSet rs = ps.executeQuery()) {
-        if (rs.next()) {
-          next = rs.getLong(1);
-        }
-      }
+    long cur = Math.max(nextSeq(target), nowMs);
+    useSeq(target, cur);
+    return cur;
+  }
+
+  private void writeDirtySeqs() throws SQLException {
+    if (state.dirtySeqs.isEmpty()) {
+      return;
     }
-    long cur = Math.max(next, nowMs);
-    try (PreparedStatement ps = prepared("INSERT INTO seqs(target_pubkey, next_seq) VALUES(?, ?)"
-        + " ON CONFLICT(target_pubkey) DO UPDATE SET next_seq = excluded.next_seq")) {
+    PreparedStatement ps = statement("INSERT INTO seqs(target_pubkey, next_seq) VALUES(?, ?)"
+        + " ON CONFLICT(target_pubkey) DO UPDATE SET next_seq = excluded.next_seq");
+    for (String target : state.dirtySeqs) {
       ps.setString(1, target);
-      ps.setLong(2, cur + 1);
+      ps.setLong(2, state.nextSeq.get(target));
       ps.executeUpdate();
     }
-    return cur;
+    state.dirtySeqs.clear();
   }
 
   private void insertItem(String target, long seq, String kind, String itemId, String sender, String senderHost,
       byte[] wire, String wireHash, String nowIso, String expiresAt) throws SQLException {
-    try (PreparedStatement ps = prepared("INSERT INTO items(target_pubkey, seq, kind, item_id,"
+    PreparedStatement ps = statement("INSERT INTO items(target_pubkey, seq, kind, item_id,"
         + " sender_pubkey, sender_host, wire, wire_hash, bytes, accepted_at, expires_at)"
-        + " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) {
-      ps.setString(1, target);
-      ps.setLong(2, seq);
-      ps.setString(3, kind);
-      ps.setString(4, itemId);
-      ps.setString(5, sender);
-      ps.setString(6, senderHost);
-      ps.setBytes(7, wire);
-      ps.setString(8, wireHash);
-      ps.setLong(9, wire.length);
-      ps.setString(10, nowIso);
-      ps.setString(11, expiresAt);
-      ps.executeUpdate();
-    }
+        + " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    ps.setString(1, target);
+    ps.setLong(2, seq);
+    ps.setString(3, kind);
+    ps.setString(4, itemId);
+    ps.setString(5, sender);
+    ps.setString(6, senderHost);
+    ps.setBytes(7, wire);
+    ps.setString(8, wireHash);
+    ps.setLong(9, wire.length);
+    ps.setString(10, nowIso);
+    ps.setString(11, expiresAt);
+    ps.executeUpdate();
   }
 
-  private void insertDedup(String sender, String itemId, String target, String wireHash, long seq, String at)
+  /** Inserts a dedup row unless one exists; true when it was inserted. */
+  private boolean insertDedup(String sender, String itemId, String target, String wireHash, long seq, String at)
       throws SQLException {
-    try (PreparedStatement ps = prepared("INSERT INTO dedup(sender_pubkey, item_id, target_pubkey, wire_hash, seq,"
-        + " accepted_at) VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")) {
-      ps.setString(1, sender);
-      ps.setString(2, itemId);
-      ps.setString(3, target);
-      ps.setString(4, wireHash);
-      ps.setLong(5, seq);
-      ps.setString(6, at);
-      ps.executeUpdate();
+    PreparedStatement ps = statement("INSERT INTO dedup(sender_pubkey, item_id, target_pubkey, wire_hash, seq,"
+        + " accepted_at) VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING");
+    ps.setString(1, sender);
+    ps.setString(2, itemId);
+    ps.setString(3, target);
+    ps.setString(4, wireHash);
+    ps.setLong(5, seq);
+    ps.setString(6, at);
+    return ps.executeUpdate() == 1;
+  }
+
+  /**
+   * Deletes a target's items with {@code seq ≤ through}, counting what went.
+   *
+   * @return rows deleted
+   */
+  private int deleteThrough(String target, long through) throws SQLException {
+    Enrolment e = enrolmentRow(target).orElse(new Enrolment(target, "", "", null, null, "", ""));
+    PreparedStatement ps = statement("DELETE FROM items WHERE target_pubkey=? AND seq<=? RETURNING sender_pubkey,"
+        + " bytes");
+    ps.setString(1, target);
+    ps.setLong(2, through);
+    int n = 0;
+    try (ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        countRows(e, rs.getString(1), -1, -rs.getLong(2));
+        n++;
+      }
     }
+    return n;
   }
 
   // ---- v1 compatibility (wire.md §3 "v1 endpoints") ----
 
   /** Empty when stored (or already stored), else the error text; any partial write is rolled back. */
   private Optional<String> pushV1(StoreCommand.PushV1 p) throws SQLException {
+    List<Enrolment> enrolled = new ArrayList<>(p.targets().size());
     for (StoreCommand.V1Target t : p.targets()) {
       // The name was resolved on a read snapshot; a rotation, deny or revocation may have committed since.
       Optional<Enrolment> e = enrolmentRow(t.hostPubkey());
@@ -672,20 +1006,22 @@ public final class SqliteRelayStore implements RelayStore {
       if (!senderAccepted(t.hostPubkey(), p.senderPubkey())) {
         return Optional.of("sender not accepted by " + t.name());
       }
+      enrolled.add(e.get());
     }
     if (p.precheckFailure() != null) {
       return Optional.of(p.precheckFailure());
     }
-    List<StoreCommand.V1Target> missing = new ArrayList<>();
-    for (StoreCommand.V1Target t : p.targets()) {
-      if (dedupRow(p.senderPubkey(), p.envelopeId(), t.hostPubkey()) == null) {
-        missing.add(t);
+    List<Integer> missing = new ArrayList<>();
+    for (int i = 0; i < p.targets().size(); i++) {
+      if (dedupRow(p.senderPubkey(), p.envelopeId(), p.targets().get(i).hostPubkey()) == null) {
+        missing.add(i);
       }
     }
     long now = clock.millis();
-    String nowIso = IsoTime.format(now);
-    for (StoreCommand.V1Target t : missing) {
-      String quota = quotaFailure(p.senderPubkey(), t.hostPubkey(), p.wire().length);
+    String nowIso = iso(now);
+    for (int i : missing) {
+      StoreCommand.V1Target t = p.targets().get(i);
+      String quota = quotaFailure(p.senderPubkey(), enrolled.get(i), p.wire().length);
       if (quota != null) {
         throw new V1Rejected(quota);
       }
@@ -693,6 +1029,7 @@ public final class SqliteRelayStore implements RelayStore {
       insertItem(t.hostPubkey(), seq, "envelope", p.envelopeId(), p.senderPubkey(), p.senderHost(), p.wire(),
           p.wireHash(), nowIso, null);
       insertDedup(p.senderPubkey(), p.envelopeId(), t.hostPubkey(), p.wireHash(), seq, nowIso);
+      countRows(enrolled.get(i), p.senderPubkey(), 1, p.wire().length);
     }
     return Optional.empty();
   }
@@ -709,17 +1046,12 @@ public final class SqliteRelayStore implements RelayStore {
   private long ackV1(StoreCommand.AckV1 a) throws SQLException {
     long head = head(a.targetPubkey());
     long cursor = Math.max(0, Math.min(head, a.cursor().orElse(0)));
-    try (PreparedStatement ps = prepared("DELETE FROM items WHERE target_pubkey=? AND seq<=?")) {
-      ps.setString(1, a.targetPubkey());
-      ps.setLong(2, cursor);
-      ps.executeUpdate();
-    }
-    try (PreparedStatement ps = prepared("INSERT INTO acked(target_pubkey, acked_through) VALUES(?, ?)"
-        + " ON CONFLICT(target_pubkey) DO UPDATE SET acked_through = max(acked_through, excluded.acked_through)")) {
-      ps.setString(1, a.targetPubkey());
-      ps.setLong(2, cursor);
-      ps.executeUpdate();
-    }
+    deleteThrough(a.targetPubkey(), cursor);
+    PreparedStatement ps = statement("INSERT INTO acked(target_pubkey, acked_through) VALUES(?, ?)"
+        + " ON CONFLICT(target_pubkey) DO UPDATE SET acked_through = max(acked_through, excluded.acked_through)");
+    ps.setString(1, a.targetPubkey());
+    ps.setLong(2, cursor);
+    ps.executeUpdate();
     return cursor;
   }
 
@@ -731,16 +1063,15 @@ public final class SqliteRelayStore implements RelayStore {
   private SweepCounts sweepBatch(StoreCommand.SweepBatch sb) throws SQLException {
     String at = IsoTime.format(sb.nowMs());
     List<Expiring> rows = new ArrayList<>();
-    try (PreparedStatement ps = prepared("SELECT target_pubkey, seq, kind, item_id, sender_pubkey, bytes,"
+    PreparedStatement select = statement("SELECT target_pubkey, seq, kind, item_id, sender_pubkey, bytes,"
         + " accepted_at FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?"
-        + " ORDER BY expires_at, target_pubkey, seq LIMIT ?")) {
-      ps.setString(1, at);
-      ps.setInt(2, sb.maxRows());
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          rows.add(new Expiring(rs.getString(1), rs.getLong(2), rs.getString(3), rs.getString(4), rs.getString(5),
-              rs.getLong(6), rs.getString(7)));
-        }
+        + " ORDER BY expires_at, target_pubkey, seq LIMIT ?");
+    select.setString(1, at);
+    select.setInt(2, sb.maxRows());
+    try (ResultSet rs = select.executeQuery()) {
+      while (rs.next()) {
+        rows.add(new Expiring(rs.getString(1), rs.getLong(2), rs.getString(3), rs.getString(4), rs.getString(5),
+            rs.getLong(6), rs.getString(7)));
       }
     }
     int envelopes = 0;
@@ -751,12 +1082,13 @@ public final class SqliteRelayStore implements RelayStore {
     int overCap = 0;
     long freed = 0;
     String expiresAt = IsoTime.format(sb.nowMs() + limits.retentionMs());
+    PreparedStatement delete = statement("DELETE FROM items WHERE target_pubkey=? AND seq=?");
     for (Expiring r : rows) {
-      try (PreparedStatement ps = prepared("DELETE FROM items WHERE target_pubkey=? AND seq=?")) {
-        ps.setString(1, r.target);
-        ps.setLong(2, r.seq);
-        ps.executeUpdate();
-      }
+      delete.setString(1, r.target);
+      delete.setLong(2, r.seq);
+      delete.executeUpdate();
+      countRows(enrolmentRow(r.target).orElse(new Enrolment(r.target, "", "", null, null, "", "")), r.sender, -1,
+          -r.bytes);
       freed += r.bytes;
       switch (r.kind) {
         case "envelope" -> envelopes++;
@@ -786,9 +1118,8 @@ public final class SqliteRelayStore implements RelayStore {
       wireNode.set("notice", notice);
       wireNode.put("sig", sb.signer().apply(io.mbxrelay.wire.CanonicalJson.canonicalBytes(notice)));
       byte[] wire = io.mbxrelay.wire.CanonicalJson.canonicalBytes(wireNode);
-      long[] q = sums("SELECT coalesce(sum(items), 0), coalesce(sum(bytes), 0) FROM queue_usage WHERE target_pubkey=?",
-          r.sender);
-      if (q[0] + 1 > limits.maxQueueItems() || q[1] + wire.length > limits.maxQueueBytes()) {
+      WriterState.TargetUsage q = usage(r.sender);
+      if (q.items + 1 > limits.maxQueueItems() || q.bytes + wire.length > limits.maxQueueBytes()) {
         overCap++;
         continue;
       }
@@ -796,19 +1127,19 @@ public final class SqliteRelayStore implements RelayStore {
       long seq = allocateSeq(r.sender, sb.nowMs());
       insertItem(r.sender, seq, "expired", noticeId, relayPubkey, "relay", wire, hash, at, expiresAt);
       insertDedup(relayPubkey, noticeId, r.sender, hash, seq, at);
+      countRows(sender.get(), relayPubkey, 1, wire.length);
       notices++;
     }
     return new SweepCounts(rows.size(), envelopes, receipts, expired, notices, notEnrolled, overCap, freed);
   }
 
   private int pruneDedup(StoreCommand.PruneDedup pd) throws SQLException {
-    try (PreparedStatement ps = prepared("DELETE FROM dedup WHERE rowid IN (SELECT d.rowid FROM dedup d"
+    PreparedStatement ps = statement("DELETE FROM dedup WHERE rowid IN (SELECT d.rowid FROM dedup d"
         + " WHERE d.accepted_at < ? AND NOT EXISTS (SELECT 1 FROM items i WHERE i.target_pubkey = d.target_pubkey"
-        + " AND i.seq = d.seq) LIMIT ?)")) {
-      ps.setString(1, pd.beforeIso());
-      ps.setInt(2, pd.maxRows());
-      return ps.executeUpdate();
-    }
+        + " AND i.seq = d.seq) LIMIT ?)");
+    ps.setString(1, pd.beforeIso());
+    ps.setInt(2, pd.maxRows());
+    return ps.executeUpdate();
   }
 
   // ---- ack (wire.md §3 ack v2) ----
@@ -822,33 +1153,22 @@ public final class SqliteRelayStore implements RelayStore {
       return new AckOutcome.BadAck(epoch, head);
     }
     long through = a.through().getAsLong();
-    int deleted;
-    try (PreparedStatement ps = prepared("DELETE FROM items WHERE target_pubkey=? AND seq<=?")) {
-      ps.setString(1, a.targetPubkey());
-      ps.setLong(2, through);
-      deleted = ps.executeUpdate();
-    }
+    int deleted = deleteThrough(a.targetPubkey(), through);
     long acked;
-    try (PreparedStatement ps = prepared("INSERT INTO acked(target_pubkey, acked_through) VALUES(?, ?)"
+    PreparedStatement ps = statement("INSERT INTO acked(target_pubkey, acked_through) VALUES(?, ?)"
         + " ON CONFLICT(target_pubkey) DO UPDATE SET acked_through = max(acked_through, excluded.acked_through)"
-        + " RETURNING acked_through")) {
-      ps.setString(1, a.targetPubkey());
-      ps.setLong(2, through);
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        acked = rs.getLong(1);
-      }
+        + " RETURNING acked_through");
+    ps.setString(1, a.targetPubkey());
+    ps.setLong(2, through);
+    try (ResultSet rs = ps.executeQuery()) {
+      rs.next();
+      acked = rs.getLong(1);
     }
     return new AckOutcome.Done(acked, deleted, head);
   }
 
   private long head(String target) throws SQLException {
-    try (PreparedStatement ps = prepared("SELECT next_seq FROM seqs WHERE target_pubkey=?")) {
-      ps.setString(1, target);
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next() ? rs.getLong(1) - 1 : 0;
-      }
-    }
+    return nextSeq(target) - 1;
   }
 
   // ---- enrol (wire.md §4.1, the stored part) ----
@@ -862,7 +1182,11 @@ public final class SqliteRelayStore implements RelayStore {
       return EnrolOutcome.DENIED;
     }
     if (existing.isEmpty()) {
-      long live = sums("SELECT count(*), 0 FROM enrolments WHERE revoked_at IS NULL")[0];
+      long live;
+      try (ResultSet rs = statement("SELECT count(*) FROM enrolments WHERE revoked_at IS NULL").executeQuery()) {
+        rs.next();
+        live = rs.getLong(1);
+      }
       if (live >= limits.maxEnrolments()) {
         return EnrolOutcome.FULL;
       }
@@ -874,30 +1198,28 @@ public final class SqliteRelayStore implements RelayStore {
       authorizedBy = existing.get().authorizedBy();
     }
     if (account != null) {
-      try (PreparedStatement ps = prepared("SELECT 1 FROM enrolments WHERE account=?"
-          + " AND lower(host_name)=lower(?) AND revoked_at IS NULL AND host_pubkey<>?")) {
-        ps.setString(1, account);
-        ps.setString(2, e.hostName());
-        ps.setString(3, e.hostPubkey());
-        try (ResultSet rs = ps.executeQuery()) {
-          if (rs.next()) {
-            return EnrolOutcome.NAME_TAKEN;
-          }
+      PreparedStatement ps = statement("SELECT 1 FROM enrolments WHERE account=?"
+          + " AND lower(host_name)=lower(?) AND revoked_at IS NULL AND host_pubkey<>?");
+      ps.setString(1, account);
+      ps.setString(2, e.hostName());
+      ps.setString(3, e.hostPubkey());
+      try (ResultSet rs = ps.executeQuery()) {
+        if (rs.next()) {
+          return EnrolOutcome.NAME_TAKEN;
         }
       }
     }
-    try (PreparedStatement ps = prepared("INSERT INTO enrolments(host_pubkey, host_name, owner_fp,"
+    PreparedStatement ps = statement("INSERT INTO enrolments(host_pubkey, host_name, owner_fp,"
         + " account, authorized_by, enrolled_at, revoked_at) VALUES(?, ?, ?, ?, ?, ?, NULL)"
         + " ON CONFLICT(host_pubkey) DO UPDATE SET host_name=excluded.host_name, owner_fp=excluded.owner_fp,"
-        + " account=excluded.account, authorized_by=excluded.authorized_by, enrolled_at=excluded.enrolled_at")) {
-      ps.setString(1, e.hostPubkey());
-      ps.setString(2, e.hostName());
-      ps.setString(3, e.ownerFp());
-      ps.setString(4, account);
-      ps.setString(5, authorizedBy);
-      ps.setString(6, IsoTime.format(clock.millis()));
-      ps.executeUpdate();
-    }
+        + " account=excluded.account, authorized_by=excluded.authorized_by, enrolled_at=excluded.enrolled_at");
+    ps.setString(1, e.hostPubkey());
+    ps.setString(2, e.hostName());
+    ps.setString(3, e.ownerFp());
+    ps.setString(4, account);
+    ps.setString(5, authorizedBy);
+    ps.setString(6, IsoTime.format(clock.millis()));
+    ps.executeUpdate();
     trust.recordClient(e.hostPubkey(), e.clientId(), e.org());
     return EnrolOutcome.OK;
   }
@@ -907,7 +1229,7 @@ public final class SqliteRelayStore implements RelayStore {
   @Override
   public Optional<Enrolment> enrolment(String hostPubkey) throws StoreException {
     try {
-      return enrolmentRow(hostPubkey);
+      return enrolmentFromDb(hostPubkey);
     } catch (SQLException e) {
       throw classify("read failed", e);
     }
@@ -922,18 +1244,41 @@ public final class SqliteRelayStore implements RelayStore {
     }
   }
 
+  /**
+   * The enrolment as the open transaction sees it: from the committed cache, unless this transaction changed (or may
+   * have changed) the row, then from the database.
+   */
   private Optional<Enrolment> enrolmentRow(String key) throws SQLException {
-    try (PreparedStatement ps = prepared("SELECT host_pubkey, host_name, owner_fp, account,"
-        + " authorized_by, enrolled_at, revoked_at FROM enrolments WHERE host_pubkey=?")) {
-      ps.setString(1, key);
-      try (ResultSet rs = ps.executeQuery()) {
-        if (!rs.next()) {
-          return Optional.empty();
-        }
-        return Optional.of(new Enrolment(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4),
-            rs.getString(5), rs.getString(6), rs.getString(7)));
+    if (reloadEnrolments || dirtyEnrolments.contains(key)) {
+      return enrolmentFromDb(key);
+    }
+    return enrolments.get(key);
+  }
+
+  private static final String ENROLMENT_COLUMNS =
+      "SELECT host_pubkey, host_name, owner_fp, account, authorized_by, enrolled_at, revoked_at FROM enrolments";
+
+  private Optional<Enrolment> enrolmentFromDb(String key) throws SQLException {
+    PreparedStatement ps = statement(ENROLMENT_COLUMNS + " WHERE host_pubkey=?");
+    ps.setString(1, key);
+    try (ResultSet rs = ps.executeQuery()) {
+      return rs.next() ? Optional.of(enrolment(rs)) : Optional.empty();
+    }
+  }
+
+  private List<Enrolment> allEnrolmentRows() throws SQLException {
+    List<Enrolment> all = new ArrayList<>();
+    try (ResultSet rs = statement(ENROLMENT_COLUMNS).executeQuery()) {
+      while (rs.next()) {
+        all.add(enrolment(rs));
       }
     }
+    return all;
+  }
+
+  private static Enrolment enrolment(ResultSet rs) throws SQLException {
+    return new Enrolment(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4), rs.getString(5),
+        rs.getString(6), rs.getString(7));
   }
 
   /**

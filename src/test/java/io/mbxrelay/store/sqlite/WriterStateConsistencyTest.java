@@ -1,0 +1,237 @@
+package io.mbxrelay.store.sqlite;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.mbxrelay.config.ConfigLoader;
+import io.mbxrelay.config.RelayConfig;
+import io.mbxrelay.crypto.Ed25519KeyPair;
+import io.mbxrelay.store.AckOutcome;
+import io.mbxrelay.store.PushOutcome;
+import io.mbxrelay.store.RelayStore;
+import io.mbxrelay.store.StoreCommand;
+import io.mbxrelay.testing.MutableClock;
+import io.mbxrelay.wire.Hashes;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.OptionalLong;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The writer's in-memory state (seqs, queue usage, sender shares, account usage, allowlists, enrolments; issue 9) never
+ * changes an answer: the same random history of grouped transactions — pushes (one and several targets, retries,
+ * conflicts, quota refusals), acks, rotations, denies, allowlists, sweeps — gives the same outcomes on a store that
+ * stays open (warm state) and on one closed and opened again before every transaction (everything read from the
+ * tables), and after every transaction {@code queue_usage} equals a recount of {@code items} and every target's
+ * {@code next_seq} is above its highest stored seq.
+ */
+class WriterStateConsistencyTest {
+  private static final String[] NAMES = {"alpha", "beta", "gamma", "delta", "eps", "zeta"};
+
+  @Test
+  void warm_and_cold_writer_state_answer_every_command_alike(@TempDir Path dir) throws Exception {
+    RelayConfig.Limits limits = ConfigLoader.load(null, Map.of(
+        "MBX_RELAY_LIMITS_MAX_QUEUE_ITEMS", "25", "MBX_RELAY_LIMITS_MAX_SENDER_ITEMS", "9",
+        "MBX_RELAY_LIMITS_MAX_OWNER_ITEMS", "40", "MBX_RELAY_LIMITS_MAX_QUEUE_BYTES", "4096",
+        "MBX_RELAY_LIMITS_MAX_SENDER_BYTES", "2048",
+        "MBX_RELAY_LIMITS_RETENTION_DAYS", "1")).limits();
+    String relayKey = Ed25519KeyPair.generate().publicKeyB64();
+    MutableClock warmClock = new MutableClock(1_700_000_000_000L);
+    MutableClock coldClock = new MutableClock(1_700_000_000_000L);
+    Path warmDir = dir.resolve("warm");
+    Path coldDir = dir.resolve("cold");
+    List<String> keys = new ArrayList<>();
+    for (int i = 0; i < 8; i++) {
+      keys.add(Ed25519KeyPair.generate().publicKeyB64());
+    }
+    Random random = new Random(42);
+    try (SqliteRelayStore warm = SqliteRelayStore.open(warmDir, relayKey, warmClock, limits, 5000, 0)) {
+      SqliteRelayStore.open(coldDir, relayKey, coldClock, limits, 5000, 0).close();
+      List<StoreCommand<?>> setup = new ArrayList<>();
+      for (int i = 0; i < keys.size(); i++) {
+        setup.add(new StoreCommand.Enrol(NAMES[i % NAMES.length], keys.get(i), "", i < 3 ? "acct" : null,
+            i < 3 ? "test" : null));
+      }
+      run(warm, coldDir, relayKey, coldClock, limits, setup);
+      List<StoreCommand.Push> history = new ArrayList<>();
+      Map<String, Integer> seen = new HashMap<>();
+      for (int tx = 0; tx < 300; tx++) {
+        List<StoreCommand<?>> commands = new ArrayList<>();
+        int n = 1 + random.nextInt(6);
+        for (int c = 0; c < n; c++) {
+          commands.add(randomCommand(random, keys, history, warm.epoch(), warmClock.millis()));
+        }
+        long step = random.nextInt(50) == 0 ? 2 * 86_400_000L : 1 + random.nextInt(5);
+        warmClock.advance(step);
+        coldClock.advance(step);
+        if (random.nextInt(40) == 0) {
+          commands.add(new StoreCommand.SweepBatch(warmClock.millis(), 50, bytes -> "c2ln"));
+        }
+        List<RelayStore.CommandResult> w = warm.execute(commands);
+        tally(w, seen);
+        List<RelayStore.CommandResult> c;
+        try (SqliteRelayStore cold = SqliteRelayStore.open(coldDir, relayKey, coldClock, limits, 5000, 0)) {
+          c = cold.execute(epochOf(commands, cold.epoch()));
+          assertThat(normalise(c, cold.epoch())).as("transaction %d: %s", tx, commands)
+              .isEqualTo(normalise(w, warm.epoch()));
+        }
+        assertUsageMatchesItems(warmDir.resolve(SqliteSettings.DB_FILE));
+      }
+      // the history went through every path the in-memory state must follow
+      assertThat(seen).as("outcomes seen").containsKeys("fresh", "fresh multi-target", "duplicate", "rejected quota",
+          "rejected conflict", "rejected sender", "ack deleted", "rotated", "swept");
+    }
+    assertUsageMatchesItems(coldDir.resolve(SqliteSettings.DB_FILE));
+  }
+
+  private static void run(SqliteRelayStore warm, Path coldDir, String relayKey, MutableClock clock,
+      RelayConfig.Limits limits, List<StoreCommand<?>> commands) throws Exception {
+    warm.execute(commands);
+    try (SqliteRelayStore cold = SqliteRelayStore.open(coldDir, relayKey, clock, limits, 5000, 0)) {
+      cold.execute(commands);
+    }
+  }
+
+  private static StoreCommand<?> randomCommand(Random r, List<String> keys, List<StoreCommand.Push> history,
+      String epoch, long nowMs) {
+    String sender = keys.get(r.nextInt(keys.size()));
+    int kind = r.nextInt(100);
+    if (kind < 60) {
+      List<StoreCommand.Push> items = new ArrayList<>();
+      int n = 1 + r.nextInt(4);
+      for (int i = 0; i < n; i++) {
+        if (!history.isEmpty() && r.nextInt(4) == 0) { // a retry: mostly the same bytes (duplicate), else a conflict
+          StoreCommand.Push old = history.get(r.nextInt(history.size()));
+          if (r.nextInt(5) == 0) {
+            List<StoreCommand.Target> changed = new ArrayList<>();
+            for (StoreCommand.Target t : old.targets()) {
+              byte[] w = ("changed:" + r.nextInt(1000)).getBytes(StandardCharsets.UTF_8);
+              changed.add(new StoreCommand.Target(t.hostPubkey(), w, Hashes.sha256Hex(w), null));
+            }
+            old = new StoreCommand.Push(old.senderPubkey(), old.senderHost(), old.kind(), old.itemId(), changed);
+          }
+          items.add(old);
+          continue;
+        }
+        String id = "id" + history.size();
+        int targets = r.nextInt(5) == 0 ? 2 + r.nextInt(2) : 1;
+        List<StoreCommand.Target> list = new ArrayList<>();
+        List<String> shuffled = new ArrayList<>(keys);
+        java.util.Collections.shuffle(shuffled, r);
+        for (int t = 0; t < targets; t++) {
+          byte[] w = ("wire:" + id + ":" + t + "x".repeat(r.nextInt(300))).getBytes(StandardCharsets.UTF_8);
+          list.add(new StoreCommand.Target(shuffled.get(t), w, Hashes.sha256Hex(w), null));
+        }
+        StoreCommand.Push p = new StoreCommand.Push(sender, "s", "envelope", id, list);
+        history.add(p);
+        items.add(p);
+      }
+      return new StoreCommand.PushBatch(items);
+    }
+    if (kind < 80) { // mostly within the head, sometimes past it (BAD_ACK)
+      return new StoreCommand.Ack(sender, epoch, OptionalLong.of(nowMs - 200 + r.nextInt(220)));
+    }
+    if (kind < 86) {
+      List<String> senders = new ArrayList<>(keys.subList(0, 2 + r.nextInt(keys.size() - 2)));
+      return new StoreCommand.PublishSenders(sender, senders, "2026-01-01T00:00:0" + r.nextInt(10) + ".000Z",
+          1_767_225_600_000L + r.nextInt(10) * 1000L, "{}", "sig");
+    }
+    if (kind < 90) {
+      int i = keys.indexOf(sender);
+      String fresh = Ed25519KeyPair.generate().publicKeyB64();
+      keys.set(i, fresh); // later commands use the new key; the old one is revoked if the rotation applied
+      return new StoreCommand.Rotate(sender, fresh, NAMES[i % NAMES.length]);
+    }
+    if (kind < 92) {
+      return new StoreCommand.Deny("client_id", "nobody-" + r.nextInt(3), "test");
+    }
+    return new StoreCommand.Enrol(NAMES[keys.indexOf(sender) % NAMES.length], sender, "", null, null);
+  }
+
+  private static void tally(List<RelayStore.CommandResult> results, Map<String, Integer> seen) {
+    for (RelayStore.CommandResult r : results) {
+      List<Object> values = r.value() instanceof List<?> l ? new ArrayList<>(l) : List.of(Objects.toString(r.value()));
+      for (Object v : values) {
+        String k = null;
+        if (v instanceof PushOutcome.Stored s) {
+          k = !s.fresh() ? "duplicate" : s.targets().size() > 1 ? "fresh multi-target" : "fresh";
+        } else if (v instanceof PushOutcome.Rejected rj) {
+          k = rj.reason().startsWith("quota:") ? "rejected quota" : rj.reason().equals("conflict") ? "rejected conflict"
+              : rj.reason().startsWith("sender not accepted") ? "rejected sender" : "rejected other";
+        } else if (r.value() instanceof AckOutcome.Done d && d.deleted() > 0) {
+          k = "ack deleted";
+        } else if (r.value() instanceof io.mbxrelay.store.RotateOutcome.Moved) {
+          k = "rotated";
+        } else if (r.value() instanceof io.mbxrelay.store.SweepCounts sc && sc.rows() > 0) {
+          k = "swept";
+        }
+        if (k != null) {
+          seen.merge(k, 1, Integer::sum);
+          if (k.equals("fresh") && values.size() > 1) {
+            seen.merge("fresh", 0, Integer::sum);
+          }
+        }
+      }
+    }
+  }
+
+  /** The same commands with an ack's epoch replaced by the other store's epoch. */
+  private static List<StoreCommand<?>> epochOf(List<StoreCommand<?>> commands, String epoch) {
+    List<StoreCommand<?>> out = new ArrayList<>();
+    for (StoreCommand<?> c : commands) {
+      out.add(c instanceof StoreCommand.Ack a ? new StoreCommand.Ack(a.targetPubkey(), epoch, a.through()) : c);
+    }
+    return out;
+  }
+
+  private static List<Object> normalise(List<RelayStore.CommandResult> results, String epoch) {
+    List<Object> out = new ArrayList<>();
+    for (RelayStore.CommandResult r : results) {
+      Object v = r.value();
+      if (v instanceof List<?> list) {
+        List<Object> items = new ArrayList<>();
+        for (Object o : list) {
+          items.add(o instanceof PushOutcome.Stored s ? new PushOutcome.Stored(s.fresh(), s.targets(), s.at(), "E") : o);
+        }
+        v = items;
+      } else if (v instanceof AckOutcome.EpochChanged || v instanceof AckOutcome.BadAck) {
+        v = v.getClass().getSimpleName();
+      }
+      out.add(r.error() != null ? "error " + r.error().kind() : Objects.toString(v).replace(epoch, "E"));
+    }
+    return out;
+  }
+
+  private static void assertUsageMatchesItems(Path db) throws Exception {
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + db); Statement st = c.createStatement()) {
+      try (ResultSet rs = st.executeQuery("SELECT q.target_pubkey, q.items, q.bytes, count(i.seq),"
+          + " coalesce(sum(i.bytes), 0) FROM queue_usage q LEFT JOIN items i ON i.target_pubkey = q.target_pubkey"
+          + " GROUP BY q.target_pubkey")) {
+        while (rs.next()) {
+          assertThat(new long[] {rs.getLong(2), rs.getLong(3)}).as("queue_usage of %s", rs.getString(1))
+              .containsExactly(rs.getLong(4), rs.getLong(5));
+        }
+      }
+      try (ResultSet rs = st.executeQuery("SELECT count(*) FROM (SELECT DISTINCT target_pubkey FROM items)"
+          + " WHERE target_pubkey NOT IN (SELECT target_pubkey FROM queue_usage)")) {
+        rs.next();
+        assertThat(rs.getLong(1)).as("targets with items but no queue_usage row").isZero();
+      }
+      try (ResultSet rs = st.executeQuery("SELECT count(*) FROM items i JOIN seqs s ON s.target_pubkey ="
+          + " i.target_pubkey WHERE i.seq >= s.next_seq")) {
+        rs.next();
+        assertThat(rs.getLong(1)).as("items at or above their target's next_seq").isZero();
+      }
+    }
+  }
+}
