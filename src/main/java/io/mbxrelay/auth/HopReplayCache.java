@@ -69,8 +69,33 @@ public final class HopReplayCache {
    * @param nowMs now, epoch ms
    * @return {@link Result#FRESH} or {@link Result#REPLAY}
    */
-  public synchronized Result admit(String callerKey, String signedText, long tsMs, long nowMs) {
-    String id = Hashes.sha256Hex((callerKey + "\n" + signedText).getBytes(StandardCharsets.UTF_8));
+  public Result admit(String callerKey, String signedText, long tsMs, long nowMs) {
+    return admit(callerKey, signedText.getBytes(StandardCharsets.UTF_8), tsMs, nowMs);
+  }
+
+  /**
+   * Records a verified hop given as its signed bytes; the same id as {@link #admit(String, String, long, long)}. The
+   * hash is computed outside the lock (a push's signed text can be megabytes).
+   *
+   * @param callerKey the authenticated caller's key (base64)
+   * @param signedText the UTF-8 bytes of the exact signed hop text (wire.md §2)
+   * @param tsMs the hop's parsed {@code x-mbx-ts}, epoch ms
+   * @param nowMs now, epoch ms
+   * @return {@link Result#FRESH} or {@link Result#REPLAY}
+   */
+  public Result admit(String callerKey, byte[] signedText, long tsMs, long nowMs) {
+    java.security.MessageDigest md;
+    try {
+      md = java.security.MessageDigest.getInstance("SHA-256");
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+    md.update((callerKey + "\n").getBytes(StandardCharsets.UTF_8));
+    md.update(signedText);
+    return admitId(callerKey, java.util.HexFormat.of().formatHex(md.digest()), tsMs, nowMs);
+  }
+
+  private synchronized Result admitId(String callerKey, String id, long tsMs, long nowMs) {
     Entry e = seen.get(id);
     if (e != null && e.until >= nowMs) {
       replays.incrementAndGet();

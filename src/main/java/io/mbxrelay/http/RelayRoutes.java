@@ -18,6 +18,7 @@ import io.mbxrelay.store.EnrolOutcome;
 import io.mbxrelay.store.Enrolment;
 import io.mbxrelay.store.PushOutcome;
 import io.mbxrelay.store.StoreCommand;
+import io.mbxrelay.wire.AcceptReceipt;
 import io.mbxrelay.wire.B64;
 import io.mbxrelay.wire.CanonicalJson;
 import io.mbxrelay.wire.Hashes;
@@ -60,6 +61,7 @@ public final class RelayRoutes {
   private static final RateLimitedLogger WARN = new RateLimitedLogger(LOG);
   private static final String HOP_FAILURE = "mbx.hopFailure";
   private static final String RAW = "mbx.raw";
+  private static final String RAW_BYTES = "mbx.rawBytes";
   static final String CALLER = "mbx.caller";
   private static final String HOP_TEXT = "mbx.hopText";
   private static final String HOP_TS = "mbx.hopTs";
@@ -96,7 +98,7 @@ public final class RelayRoutes {
     return req -> {
       if (!QueryParams.wellFormedPath(req.path())) {
         req.response().setStatusCode(401).putHeader("content-type", "application/json")
-            .putHeader("date", DateTimeFormatter.RFC_1123_DATE_TIME.format(ZonedDateTime.now(ZoneOffset.UTC)))
+            .putHeader("date", httpDate())
             .putHeader("connection", "close").end(RelayError.BAD_HOP.body());
         return;
       }
@@ -143,7 +145,7 @@ public final class RelayRoutes {
    */
   private void readBody(RoutingContext ctx) {
     HttpServerRequest req = ctx.request();
-    ctx.response().putHeader("date", DateTimeFormatter.RFC_1123_DATE_TIME.format(ZonedDateTime.now(ZoneOffset.UTC)));
+    ctx.response().putHeader("date", httpDate());
     int cap = smallBodyPath(stripTrailingSlashes(req.path())) ? s.config().http().maxSmallBodyBytes()
         : s.config().http().maxBodyBytes();
     String declared = req.getHeader("content-length");
@@ -208,6 +210,21 @@ public final class RelayRoutes {
     req.resume();
   }
 
+  /** The current second's HTTP date, formatted once per second rather than once per request. */
+  private record HttpDate(long second, String text) {}
+
+  private static volatile HttpDate httpDate = new HttpDate(-1, "");
+
+  static String httpDate() {
+    long second = System.currentTimeMillis() / 1000;
+    HttpDate cached = httpDate;
+    if (cached.second() != second) {
+      cached = new HttpDate(second, DateTimeFormatter.RFC_1123_DATE_TIME.format(ZonedDateTime.now(ZoneOffset.UTC)));
+      httpDate = cached;
+    }
+    return cached.text();
+  }
+
   static void answer(RoutingContext ctx, int status, String json) {
     if (ctx.response().ended()) {
       return;
@@ -242,17 +259,23 @@ public final class RelayRoutes {
     answer(ctx, e.status(), e.body());
   }
 
-  private static String raw(RoutingContext ctx) {
-    Buffer b = ctx.get(RAW);
-    // wire.md §2: the server decodes the received bytes as UTF-8 with replacement characters, exactly as Node does.
-    return b == null ? "" : Utf8.decode(b.getBytes());
+  /** The body as received, copied out of the network buffer once per request. */
+  static byte[] rawBytes(RoutingContext ctx) {
+    byte[] bytes = ctx.get(RAW_BYTES);
+    if (bytes == null) {
+      Buffer b = ctx.get(RAW);
+      bytes = b == null ? new byte[0] : b.getBytes();
+      ctx.put(RAW_BYTES, bytes);
+    }
+    return bytes;
   }
 
   /** Parses the body as a JSON object; anything else is 400 (wire.md §3 "Any uncaught error ... → 400"). */
   static ObjectNode bodyObject(RoutingContext ctx) {
     JsonNode n;
     try {
-      n = Json.parse(raw(ctx));
+      // wire.md §2: the server decodes the received bytes as UTF-8 with replacement characters, exactly as Node does
+      n = Json.parse(rawBytes(ctx));
     } catch (IllegalArgumentException e) {
       throw RelayError.badRequest("request body is not valid JSON");
     }
@@ -288,53 +311,45 @@ public final class RelayRoutes {
       return hopFailed(ctx, HopFailure.STALE);
     }
     String path = HopText.signedPath(req.path(), req.query());
-    String signed = HopText.signedText(req.method().name(), path, ts, raw(ctx));
-    ctx.put(HOP_TEXT, signed);
-    ctx.put(HOP_TS, t.getAsLong());
-    byte[] text = signed.getBytes(StandardCharsets.UTF_8);
     String key = header(req, "x-mbx-key");
+    String host = null;
+    // The candidates come from the in-memory copy of the committed enrolments (EnrolmentCache): no database round
+    // trip per request, and a revocation is visible to the next request once its COMMIT was answered.
+    List<Enrolment> candidates;
     if (key != null && !key.isEmpty()) {
-      return s.reads().enrolment(key).map(e -> {
-        Optional<Enrolment> live = e.filter(Enrolment::live);
-        if (live.isEmpty()) {
-          ctx.put(HOP_FAILURE, HopFailure.UNKNOWN_KEY);
-          return live;
-        }
-        Optional<Enrolment> ok = live.filter(x -> Ed25519.verify(key, text, sig));
-        if (ok.isEmpty()) {
-          ctx.put(HOP_FAILURE, HopFailure.BAD_SIGNATURE);
-        }
-        return ok;
-      }).recover(err -> lookupFailed(ctx, err));
-    }
-    String host = header(req, "x-mbx-host");
-    if (host == null || host.isEmpty()) {
-      return hopFailed(ctx, HopFailure.MISSING_HEADERS);
-    }
-    return s.reads().liveByName(host, limits.maxPerName() + 1).map(list -> {
-      if (list.size() > limits.maxPerName()) {
-        ctx.put(HOP_FAILURE, HopFailure.CROWDED_NAME);
-        return Optional.<Enrolment>empty();
+      Optional<Enrolment> live = s.enrolments().get(key).filter(Enrolment::live);
+      if (live.isEmpty()) {
+        return hopFailed(ctx, HopFailure.UNKNOWN_KEY);
       }
-      for (Enrolment e : list) {
-        if (Ed25519.verify(e.hostPubkey(), text, sig)) {
-          return Optional.of(e);
-        }
+      candidates = List.of(live.get());
+    } else {
+      host = header(req, "x-mbx-host");
+      if (host == null || host.isEmpty()) {
+        return hopFailed(ctx, HopFailure.MISSING_HEADERS);
       }
-      ctx.put(HOP_FAILURE, list.isEmpty() ? HopFailure.UNKNOWN_KEY : HopFailure.BAD_SIGNATURE);
-      return Optional.<Enrolment>empty();
-    }).recover(err -> lookupFailed(ctx, err));
+      candidates = s.enrolments().liveByName(host, limits.maxPerName() + 1);
+      if (candidates.size() > limits.maxPerName()) {
+        return hopFailed(ctx, HopFailure.CROWDED_NAME);
+      }
+      if (candidates.isEmpty()) {
+        return hopFailed(ctx, HopFailure.UNKNOWN_KEY);
+      }
+    }
+    byte[] text = HopText.signedBytes(req.method().name(), path, ts, rawBytes(ctx));
+    ctx.put(HOP_TEXT, text);
+    ctx.put(HOP_TS, t.getAsLong());
+    for (Enrolment e : candidates) {
+      if (Ed25519.verify(e.hostPubkey(), text, sig)) {
+        return Future.succeededFuture(Optional.of(e));
+      }
+    }
+    return hopFailed(ctx, HopFailure.BAD_SIGNATURE);
   }
 
   /** Records why a hop did not verify (counted only where the hop is required) and answers "no caller". */
   private static Future<Optional<Enrolment>> hopFailed(RoutingContext ctx, HopFailure why) {
     ctx.put(HOP_FAILURE, why);
     return Future.succeededFuture(Optional.empty());
-  }
-
-  private static Future<Optional<Enrolment>> lookupFailed(RoutingContext ctx, Throwable err) {
-    WARN.warn("hop lookup failed", "hop lookup failed [error: {}]", err.getClass().getSimpleName());
-    return hopFailed(ctx, HopFailure.LOOKUP_FAILED);
   }
 
   /** A header as Node presents it: repeated values joined with {@code ", "}. */
@@ -364,7 +379,7 @@ public final class RelayRoutes {
           // Replay protection beyond the reference (issue 3 item 7): an exact replay of a state-changing hop inside
           // its freshness window is refused as a bad hop; a retry re-signed with a fresh ts is a new hop. Only routes
           // that change state are remembered, so requests to unknown paths cannot fill the cache.
-          if (s.trust().replay().admit(caller.hostPubkey(), ctx.get(HOP_TEXT), ctx.<Long>get(HOP_TS), now())
+          if (s.trust().replay().admit(caller.hostPubkey(), ctx.<byte[]>get(HOP_TEXT), ctx.<Long>get(HOP_TS), now())
               == io.mbxrelay.auth.HopReplayCache.Result.REPLAY) {
             ctx.fail(RelayError.BAD_HOP);
             return;
@@ -584,6 +599,12 @@ public final class RelayRoutes {
 
   // ---- push v2 (wire.md §3) ----
 
+  /**
+   * One pushed item after the checks that need no store (wire.md §3 push v2 steps 1–5 as far as the request alone
+   * decides them): either refused already ({@code early} set) or a {@link StoreCommand.Push} for the writer.
+   */
+  private record PreparedItem(String echoId, String early, StoreCommand.Push push) {}
+
   private void push(RoutingContext ctx) {
     Enrolment caller = ctx.get(CALLER);
     ObjectNode body = bodyObject(ctx);
@@ -592,58 +613,90 @@ public final class RelayRoutes {
       throw new RelayError(400, "batch must be an array of at most " + limits.maxBatch(), null);
     }
     boolean withinRate = s.pushRate().tryAcquire(caller.hostPubkey(), now());
-    List<Future<ObjectNode>> results = new ArrayList<>(items.size());
+    List<PreparedItem> prepared = new ArrayList<>(items.size());
+    List<StoreCommand.Push> toStore = new ArrayList<>(items.size());
     for (JsonNode item : items) {
-      results.add(pushOne(caller, item, withinRate));
-    }
-    Future.all(results).onSuccess(all -> {
-      ObjectNode out = Json.MAPPER.createObjectNode();
-      ArrayNode arr = out.putArray("results");
-      for (Future<ObjectNode> f : results) {
-        arr.add(f.result());
-        countPushResult(f.result().path("status").asText(""));
+      PreparedItem p = prepare(caller, item, withinRate);
+      prepared.add(p);
+      if (p.push() != null) {
+        toStore.add(p.push());
       }
-      ok(ctx, out);
-    }).onFailure(ctx::fail);
-  }
-
-  private void countPushResult(String status) {
-    if (status.equals("accepted")) {
-      s.metrics().itemAccepted();
-    } else if (status.equals("duplicate")) {
-      s.metrics().itemDuplicate();
-    } else {
-      s.metrics().itemRejected(RejectReason.classify(status.startsWith("rejected:") ? status.substring(9) : status));
     }
+    if (toStore.isEmpty()) {
+      answerPush(ctx, caller, prepared, List.of());
+      return;
+    }
+    // the whole request is one command: one event-bus message, one savepoint, grouped with other requests' commands
+    s.writes().send(new StoreCommand.PushBatch(toStore))
+        .onSuccess(outcomes -> answerPush(ctx, caller, prepared, outcomes))
+        .onFailure(ctx::fail);
   }
 
-  private Future<ObjectNode> pushOne(Enrolment caller, JsonNode item, boolean withinRate) {
+  /**
+   * Answers {@code {results:[…]}} in request order: refusals as {@code rejected:<why>}, stored items with their
+   * accept receipt signed by the relay key (wire.md §3 "Success result"), written without building a JSON tree.
+   */
+  private void answerPush(RoutingContext ctx, Enrolment caller, List<PreparedItem> prepared,
+      List<PushOutcome> outcomes) {
+    StringBuilder out = new StringBuilder(32 + prepared.size() * 960);
+    out.append("{\"results\":[");
+    int next = 0;
+    for (int i = 0; i < prepared.size(); i++) {
+      if (i > 0) {
+        out.append(',');
+      }
+      PreparedItem p = prepared.get(i);
+      PushOutcome outcome = p.push() == null ? new PushOutcome.Rejected(p.early()) : outcomes.get(next++);
+      if (outcome instanceof PushOutcome.Rejected r) {
+        AcceptReceipt.appendRejected(p.echoId(), r.reason(), out);
+        s.metrics().itemRejected(RejectReason.classify(r.reason()));
+        continue;
+      }
+      PushOutcome.Stored st = (PushOutcome.Stored) outcome;
+      List<AcceptReceipt.Target> targets = new ArrayList<>(st.targets().size());
+      for (PushOutcome.TargetSeq t : st.targets()) {
+        targets.add(new AcceptReceipt.Target(t.hostPubkey(), t.seq(), t.wireHash()));
+      }
+      AcceptReceipt receipt = new AcceptReceipt(s.relayKey().publicKeyB64(), st.epoch(), caller.hostPubkey(),
+          p.echoId(), targets, st.at());
+      receipt.appendResult(st.fresh(), s.relayKey().signB64(receipt.canonicalBytes()), out);
+      if (st.fresh()) {
+        s.metrics().itemAccepted();
+      } else {
+        s.metrics().itemDuplicate();
+      }
+    }
+    out.append("]}");
+    answer(ctx, 200, out.toString());
+  }
+
+  private PreparedItem prepare(Enrolment caller, JsonNode item, boolean withinRate) {
     JsonNode idNode = item.get("item_id");
     String echoId = idNode != null && idNode.isTextual() ? idNode.textValue() : "";
     if (!withinRate) {
-      return Future.succeededFuture(rejected(echoId, "rate"));
+      return new PreparedItem(echoId, "rate", null);
     }
     if (idNode == null || !idNode.isTextual() || echoId.isEmpty() || echoId.length() > 300) {
-      return Future.succeededFuture(rejected(echoId, "bad item id"));
+      return new PreparedItem(echoId, "bad item id", null);
     }
     JsonNode kindNode = item.get("kind");
     String kind = kindNode != null && kindNode.isTextual() ? kindNode.textValue() : "";
     if (!kind.equals("envelope") && !kind.equals("receipt")) {
-      return Future.succeededFuture(rejected(echoId, "bad kind"));
+      return new PreparedItem(echoId, "bad kind", null);
     }
     JsonNode targets = item.get("targets");
     if (targets == null || !targets.isArray() || targets.isEmpty() || targets.size() > limits.maxTargets()) {
-      return Future.succeededFuture(rejected(echoId, "bad targets"));
+      return new PreparedItem(echoId, "bad targets", null);
     }
     List<StoreCommand.Target> list = new ArrayList<>(targets.size());
-    Set<String> seen = new HashSet<>();
+    Set<String> seen = targets.size() == 1 ? null : new HashSet<>();
     for (JsonNode t : targets) {
       JsonNode keyNode = t.get("host_pubkey");
       String key = keyNode != null && keyNode.isTextual() ? keyNode.textValue() : "";
       String failure = null;
       byte[] wire = null;
       String hash = null;
-      if (!seen.add(key)) {
+      if (seen != null && !seen.add(key)) {
         failure = "duplicate target";
       } else {
         JsonNode w = t.get("wire_b64");
@@ -667,48 +720,9 @@ public final class RelayRoutes {
         break; // targets after the first failing one cannot change the result
       }
     }
-    return s.writes().send(new StoreCommand.Push(caller.hostPubkey(), caller.hostName(), kind, echoId, list))
-        .map(outcome -> result(caller, echoId, outcome));
-  }
-
-  private ObjectNode result(Enrolment caller, String itemId, PushOutcome outcome) {
-    if (outcome instanceof PushOutcome.Rejected r) {
-      return rejected(itemId, r.reason());
-    }
-    PushOutcome.Stored st = (PushOutcome.Stored) outcome;
-    ObjectNode res = Json.MAPPER.createObjectNode();
-    res.put("item_id", itemId);
-    res.put("status", st.fresh() ? "accepted" : "duplicate");
-    ArrayNode ts = res.putArray("targets");
-    ObjectNode accept = Json.MAPPER.createObjectNode();
-    accept.put("v", 1);
-    accept.put("type", "relay-accept");
-    accept.put("relay_pubkey", s.relayKey().publicKeyB64());
-    accept.put("epoch", st.epoch());
-    accept.put("sender_pubkey", caller.hostPubkey());
-    accept.put("item_id", itemId);
-    ArrayNode ats = accept.putArray("targets");
-    for (PushOutcome.TargetSeq t : st.targets()) {
-      ObjectNode a = ts.addObject();
-      a.put("host_pubkey", t.hostPubkey());
-      a.put("seq", t.seq());
-      ObjectNode b = ats.addObject();
-      b.put("host_pubkey", t.hostPubkey());
-      b.put("seq", t.seq());
-      b.put("wire_hash", t.wireHash());
-    }
-    accept.put("at", st.at());
-    res.set("accept", accept);
-    res.put("sig", s.relayKey().signB64(CanonicalJson.canonicalBytes(accept)));
-    return res;
-  }
-
-  private static ObjectNode rejected(String itemId, String why) {
-    ObjectNode res = Json.MAPPER.createObjectNode();
-    res.put("item_id", itemId);
-    res.put("status", "rejected:" + why);
-    res.putArray("targets");
-    return res;
+    // the enrolment and allowlist checks that wire.md orders before these failures run in the writer
+    return new PreparedItem(echoId, null,
+        new StoreCommand.Push(caller.hostPubkey(), caller.hostName(), kind, echoId, list));
   }
 
   // ---- pull v2 (wire.md §3) ----

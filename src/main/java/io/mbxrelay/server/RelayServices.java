@@ -19,6 +19,7 @@ import java.util.Objects;
  * @param epoch the store epoch for this process's lifetime
  * @param version software version reported in info
  * @param reads read path
+ * @param enrolments the committed enrolments in memory (hop checks), kept by the writer
  * @param writes write path (the single writer)
  * @param challenges open enrolment challenges
  * @param enrolRate per-client-address window for challenge/enrol/rotate
@@ -35,6 +36,7 @@ public record RelayServices(
     String epoch,
     String version,
     ReadStore reads,
+    io.mbxrelay.store.EnrolmentCache enrolments,
     StoreClient writes,
     ChallengeStore challenges,
     SlidingWindowLimiter enrolRate,
@@ -51,6 +53,7 @@ public record RelayServices(
     Objects.requireNonNull(epoch);
     Objects.requireNonNull(version);
     Objects.requireNonNull(reads);
+    Objects.requireNonNull(enrolments);
     Objects.requireNonNull(writes);
     Objects.requireNonNull(challenges);
     Objects.requireNonNull(enrolRate);

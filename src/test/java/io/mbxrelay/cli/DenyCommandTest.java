@@ -40,7 +40,13 @@ class DenyCommandTest {
           "lost laptop", "--store-dir", dir.toString());
       assertThat(added).startsWith("0\n").contains("\"type\" : \"relay-deny\"").contains("\"revoked\" : 1")
           .contains("\"value\" : \"" + h.key.fingerprint() + "\"");
+      // the running relay notices the change another process committed within a second (data_version poll)
+      long deadline = System.nanoTime() + 3_000_000_000L;
       Http.Resp hop = h.get("/v2/relay/items?after=0");
+      while (hop.status() == 200 && System.nanoTime() < deadline) {
+        Thread.sleep(50);
+        hop = h.get("/v2/relay/items?after=0");
+      }
       assertThat(hop.raw()).isEqualTo("{\"error\":\"bad relay hop\"}");
       assertThat(run("deny", "list", "--store-dir", dir.toString())).contains("\"note\" : \"lost laptop\"");
       assertThat(run("deny", "remove", "host_fp", h.pub(), "--store-dir", dir.toString()))
