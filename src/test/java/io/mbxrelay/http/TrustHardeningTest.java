@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.testing.Envelopes;
 import io.mbxrelay.testing.Http;
+import io.mbxrelay.testing.MutableClock;
 import io.mbxrelay.testing.RelayHarness;
 import io.mbxrelay.testing.TestHost;
 import io.mbxrelay.wire.B64;
@@ -161,6 +162,49 @@ class TrustHardeningTest {
       Http.Resp byAlt = target.get("/v2/relay/enc-key?pubkey=" + q(otherSpelling(friend.pub())));
       assertThat(byAlt.status()).isEqualTo(200);
       assertThat(byAlt.json().get("host_pubkey").asText()).isEqualTo(friend.pub());
+    }
+  }
+
+  // ---- item 5: a third party cannot replace a pending challenge ----
+
+  private static String challenge(RelayHarness r, String host, String pub) throws Exception {
+    Http.Resp c = Http.send(r.url(), "POST", "/v1/relay/challenge",
+        "{\"host\":\"" + host + "\",\"pubkey\":\"" + pub + "\"}");
+    assertThat(c.status()).as(c.raw()).isEqualTo(200);
+    return c.json().get("challenge").asText();
+  }
+
+  private static String enrolBody(Ed25519KeyPair k, String host, String challenge) {
+    ObjectNode rec = Json.MAPPER.createObjectNode().put("v", 1).put("challenge", challenge).put("host", host)
+        .put("pubkey", k.publicKeyB64()).put("owner_fp", "");
+    return Json.stringify(Json.MAPPER.createObjectNode().put("host", host).put("pubkey", k.publicKeyB64())
+        .put("owner_fp", "").put("sig", k.signB64(CanonicalJson.canonicalBytes(rec))));
+  }
+
+  @Test
+  void challenges_requested_by_others_for_a_victims_key_do_not_invalidate_the_victims_pending_one(
+      @TempDir Path dir) throws Exception {
+    MutableClock clock = MutableClock.now();
+    try (RelayHarness r = RelayHarness.start(dir, Map.of(), clock, Ed25519KeyPair.generate())) {
+      Ed25519KeyPair victim = Ed25519KeyPair.generate();
+      String mine = challenge(r, "victim", victim.publicKeyB64());
+      for (int i = 0; i < 10; i++) {
+        // the attacker asks for the victim's key, in both spellings; the nonce is not a secret
+        assertThat(challenge(r, "attacker", victim.publicKeyB64())).isEqualTo(mine);
+        assertThat(challenge(r, "attacker", otherSpelling(victim.publicKeyB64()))).isEqualTo(mine);
+      }
+      Http.Resp ok = Http.send(r.url(), "POST", "/v1/relay/enrol", enrolBody(victim, "victim", mine));
+      assertThat(ok.raw()).isEqualTo("{\"ok\":true}");
+
+      // the challenge keeps its original expiry however often it is asked for; then a fresh one is issued
+      Ed25519KeyPair other = Ed25519KeyPair.generate();
+      String first = challenge(r, "o", other.publicKeyB64());
+      clock.advance(299_000);
+      assertThat(challenge(r, "o", other.publicKeyB64())).isEqualTo(first);
+      clock.advance(1_000);
+      String fresh = challenge(r, "o", other.publicKeyB64());
+      assertThat(fresh).isNotEqualTo(first);
+      assertThat(Http.send(r.url(), "POST", "/v1/relay/enrol", enrolBody(other, "o", fresh)).status()).isEqualTo(200);
     }
   }
 }
