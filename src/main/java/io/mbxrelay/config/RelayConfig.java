@@ -16,7 +16,7 @@ import java.util.Objects;
  * @param enrolment which enrolment authority decides (seed 000 §8)
  * @param admin the admin HTTP server (metrics, health, readiness) and the deny-list admin token
  * @param log log output format
- * @param trust replay protection (issue 3)
+ * @param trust replay protection (issue 3) and client-address grouping (issue 11)
  */
 public record RelayConfig(Http http, Store store, Limits limits, Timers timers, Enrolment enrolment, Admin admin,
     Log log, Trust trust) {
@@ -140,8 +140,10 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    * @param replayCacheMaxEntries most accepted state-changing hops remembered for the hop window in all; over it the
    *     oldest entry is evicted (never a refusal, so no host can lock others out)
    * @param replayCacheMaxPerKey most remembered per caller key; a key over its share loses only its own oldest entries
+   * @param ipv6PrefixBits the per-address enrolment-call window counts an IPv6 client per network of this many prefix
+   *     bits (issue 11 item 6; 64 = one window per /64), IPv4 per address
    */
-  public record Trust(int replayCacheMaxEntries, int replayCacheMaxPerKey) {}
+  public record Trust(int replayCacheMaxEntries, int replayCacheMaxPerKey, int ipv6PrefixBits) {}
 
 
   /**

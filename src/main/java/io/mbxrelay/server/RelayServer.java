@@ -164,7 +164,8 @@ public final class RelayServer implements AutoCloseable {
       RelayServices services = new RelayServices(config, relayKey, store.epoch(), version(), reads,
           new StoreClient(vertx, config.store().writerTimeoutMs()),
           new ChallengeStore(l.maxOpenChallenges(), l.challengeTtlMs()),
-          new SlidingWindowLimiter(l.enrolCallsPerMinute(), 60_000, l.rateTableMaxKeys()),
+          SlidingWindowLimiter.forClientAddresses(l.enrolCallsPerMinute(), 60_000, l.rateTableMaxKeys(),
+              config.trust().ipv6PrefixBits()),
           new SlidingWindowLimiter(l.pushRequestsPerMinute(), 60_000, l.rateTableMaxKeys()),
           authority, options.clientAddress(), options.clock(), trust, metrics);
       deployments.add(await(vertx.deployVerticle(new HeartbeatVerticle(services.writes(),

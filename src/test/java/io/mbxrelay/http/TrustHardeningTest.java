@@ -3,6 +3,7 @@ package io.mbxrelay.http;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.mbxrelay.auth.ClientAddress;
 import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.testing.Envelopes;
 import io.mbxrelay.testing.Http;
@@ -18,6 +19,7 @@ import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Clock;
+import java.util.HashMap;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -205,6 +207,86 @@ class TrustHardeningTest {
       String fresh = challenge(r, "o", other.publicKeyB64());
       assertThat(fresh).isNotEqualTo(first);
       assertThat(Http.send(r.url(), "POST", "/v1/relay/enrol", enrolBody(other, "o", fresh)).status()).isEqualTo(200);
+    }
+  }
+
+  // ---- item 6: IPv6 grouped by prefix; full tables shed instead of locking everyone out ----
+
+  private static int calls(RelayHarness r, String xff, int n) throws Exception {
+    int ok = 0;
+    for (int i = 0; i < n; i++) {
+      if (Http.sendHeaders(r.url(), "POST", "/v2/relay/rotate", "{}", Map.of("x-forwarded-for", xff)).status()
+          != 429) {
+        ok++;
+      }
+    }
+    return ok;
+  }
+
+  private static RelayHarness behindProxy(Path dir, Map<String, String> extra) throws Exception {
+    Map<String, String> env = new HashMap<>(Map.of("MBX_RELAY_LIMITS_ENROL_CALLS_PER_MINUTE", "3"));
+    env.putAll(extra);
+    return RelayHarness.start(dir, env, Clock.systemUTC(), Ed25519KeyPair.generate(), ClientAddress.XFF);
+  }
+
+  @Test
+  void one_ipv6_slash_64_shares_one_enrolment_call_window_whatever_addresses_it_uses(@TempDir Path dir)
+      throws Exception {
+    try (RelayHarness r = behindProxy(dir.resolve("64"), Map.of())) {
+      assertThat(calls(r, "2001:db8:1:2::1", 1) + calls(r, "2001:db8:1:2::2", 1) + calls(r, "2001:db8:1:2::3", 1))
+          .isEqualTo(3);
+      assertThat(calls(r, "2001:db8:1:2:ffff:ffff:ffff:9", 1)).as("another address of the same /64").isZero();
+      assertThat(calls(r, "[2001:db8:1:2::7]", 1)).as("bracketed").isZero();
+      assertThat(calls(r, "2001:db8:1:3::1", 3)).as("the next /64 has its own window").isEqualTo(3);
+      // IPv4 counts per address; an IPv4-mapped IPv6 address is that IPv4 address
+      assertThat(calls(r, "203.0.113.5", 3)).isEqualTo(3);
+      assertThat(calls(r, "::ffff:203.0.113.5", 1)).isZero();
+    }
+    try (RelayHarness r = behindProxy(dir.resolve("48"), Map.of("MBX_RELAY_TRUST_IPV6_PREFIX_BITS", "48"))) {
+      assertThat(calls(r, "2001:db8:1:2::1", 3)).isEqualTo(3);
+      assertThat(calls(r, "2001:db8:1:3::1", 1)).as("same /48").isZero();
+    }
+    try (RelayHarness r = behindProxy(dir.resolve("128"), Map.of("MBX_RELAY_TRUST_IPV6_PREFIX_BITS", "128"))) {
+      assertThat(calls(r, "2001:db8:1:2::1", 3)).isEqualTo(3);
+      assertThat(calls(r, "2001:db8:1:2::2", 3)).as("per address").isEqualTo(3);
+    }
+  }
+
+  @Test
+  void a_full_rate_table_sheds_its_least_recently_active_address_instead_of_refusing_every_newcomer(
+      @TempDir Path dir) throws Exception {
+    try (RelayHarness r = behindProxy(dir, Map.of("MBX_RELAY_LIMITS_RATE_TABLE_MAX_KEYS", "4"))) {
+      assertThat(calls(r, "198.51.100.66", 4)).as("the heavy caller is limited").isEqualTo(3);
+      for (int i = 1; i <= 3; i++) {
+        assertThat(calls(r, "192.0.2." + i, 1)).isEqualTo(1);
+      }
+      // the table is full (4 keys); the heavy caller keeps calling, so it is the most recently active
+      assertThat(calls(r, "198.51.100.66", 1)).isZero();
+      for (int i = 10; i < 20; i++) {
+        assertThat(calls(r, "192.0.2." + i, 1)).as("newcomer " + i).isEqualTo(1);
+        assertThat(calls(r, "198.51.100.66", 1)).as("still limited after newcomer " + i).isZero();
+      }
+    }
+  }
+
+  @Test
+  void a_full_challenge_table_sheds_its_oldest_challenge_instead_of_refusing_new_keys(@TempDir Path dir)
+      throws Exception {
+    try (RelayHarness r = RelayHarness.start(dir, Map.of("MBX_RELAY_LIMITS_MAX_OPEN_CHALLENGES", "3"),
+        Clock.systemUTC(), Ed25519KeyPair.generate())) {
+      Ed25519KeyPair[] keys = new Ed25519KeyPair[5];
+      String[] nonces = new String[5];
+      for (int i = 0; i < 5; i++) {
+        keys[i] = Ed25519KeyPair.generate();
+        nonces[i] = challenge(r, "h" + i, keys[i].publicKeyB64());
+      }
+      // the two oldest were shed; the newest enrol
+      assertThat(Http.send(r.url(), "POST", "/v1/relay/enrol", enrolBody(keys[0], "h0", nonces[0])).raw())
+          .isEqualTo("{\"error\":\"no pending enrolment challenge\"}");
+      for (int i = 2; i < 5; i++) {
+        assertThat(Http.send(r.url(), "POST", "/v1/relay/enrol", enrolBody(keys[i], "h" + i, nonces[i])).raw())
+            .isEqualTo("{\"ok\":true}");
+      }
     }
   }
 }
