@@ -130,9 +130,10 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    * @param jwksUnknownKidMinIntervalMs least time between refreshes triggered by an unknown {@code kid} (1 min)
    * @param jwksCacheLifetimeMs how long keys of the last successful fetch serve when the JWKS cannot be fetched (1 h)
    * @param tokenMaxLifetimeMs most {@code exp − iat} of an account token (15 min)
+   * @param jwksFetchTimeoutMs absolute deadline of one JWKS fetch, connect to last byte (issue 11 item 7)
    */
   public record Enrolment(String authority, String relayUrl, String tokenIssuer, String jwksUrl, long jwksRefreshMs,
-      long jwksUnknownKidMinIntervalMs, long jwksCacheLifetimeMs, long tokenMaxLifetimeMs) {}
+      long jwksUnknownKidMinIntervalMs, long jwksCacheLifetimeMs, long tokenMaxLifetimeMs, long jwksFetchTimeoutMs) {}
 
   /**
    * Replay protection beyond the reference (issue 3 item 7).

@@ -147,7 +147,7 @@ public final class RelayServer implements AutoCloseable {
         jwks = new JwksCache(options.clock(), en.jwksCacheLifetimeMs(), en.jwksUnknownKidMinIntervalMs());
         authority = new AccountTokenAuthority(jwks, en.tokenIssuer(), en.relayUrl(), en.tokenMaxLifetimeMs(),
             options.clock());
-        deployments.add(await(vertx.deployVerticle(new JwksRefreshVerticle(jwks, en.jwksUrl(), en.jwksRefreshMs()))));
+        deployments.add(await(vertx.deployVerticle(new JwksRefreshVerticle(jwks, en))));
       }
       String adminToken = config.admin().token();
       TrustServices trust = new TrustServices(
