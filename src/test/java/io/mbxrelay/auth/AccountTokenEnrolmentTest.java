@@ -328,7 +328,21 @@ class AccountTokenEnrolmentTest {
     }
   }
 
-  // ---- issue 11 item 7 ----
+  // ---- issue 11 items 7 and 10 ----
+
+  @Test
+  void a_token_whose_nbf_is_further_ahead_than_the_iat_skew_is_refused(@TempDir Path dir) throws Exception {
+    MutableClock clock = MutableClock.now();
+    try (RelayHarness r = RelayHarness.start(dir, env(), clock, Ed25519KeyPair.generate())) {
+      awaitFirstFetch(r);
+      long now = clock.millis();
+      Ed25519KeyPair h = Ed25519KeyPair.generate();
+      assertThat(enrol(r, h, "h", mint(k1, claims(h, now, "a").notBeforeTime(new Date(now + 120_000)).build())).raw())
+          .isEqualTo(denied("token not yet valid"));
+      assertThat(enrol(r, h, "h", mint(k1, claims(h, now, "a").notBeforeTime(new Date(now + 30_000)).build())).raw())
+          .as("inside the 60 s skew").isEqualTo("{\"ok\":true}");
+    }
+  }
 
   @Test
   void a_jwks_endpoint_that_trickles_bytes_cannot_hold_a_fetch_past_its_deadline_and_the_next_fetch_recovers(
