@@ -44,6 +44,8 @@ final class TrustRoutes {
   private static final long FUTURE_SKEW_MS = 5 * 60_000L;
   private static final long MAX_AD_LIFETIME_MS = 90L * 86_400_000L;
   private static final RelayError UNKNOWN_HOST = new RelayError(404, "unknown host", null);
+  /** Our v2 ad refusal reason beyond wire.md §4.2 (docs/wire-compatibility.md; issue 11 item 13). */
+  static final String AD_NOT_NEWER = "not newer than the stored ad";
 
   private final RelayServices s;
   private final RelayRoutes core;
@@ -190,8 +192,16 @@ final class TrustRoutes {
     if (expMs.getAsLong() - iatMs.getAsLong() > MAX_AD_LIFETIME_MS) {
       throw adRefused("lifetime over the maximum");
     }
+    // The writer refuses (false) an ad not newer than the stored one, atomically with the write (issue 11 item 13):
+    // a captured older ad replayed later must not replace a newer key. Re-sending the stored ad itself is fine.
     s.writes().send(new StoreCommand.PublishEncAdV2(caller.hostPubkey(), CanonicalJson.canonicalize(ad), sig))
-        .onSuccess(v -> RelayRoutes.ok(ctx, okTrue())).onFailure(ctx::fail);
+        .onSuccess(stored -> {
+          if (Boolean.TRUE.equals(stored)) {
+            RelayRoutes.ok(ctx, okTrue());
+          } else {
+            ctx.fail(adRefused(AD_NOT_NEWER));
+          }
+        }).onFailure(ctx::fail);
   }
 
   private void encKeyGet(RoutingContext ctx) {

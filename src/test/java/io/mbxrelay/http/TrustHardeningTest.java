@@ -289,4 +289,39 @@ class TrustHardeningTest {
       }
     }
   }
+
+  // ---- item 13: an older v2 enc-key ad never replaces a newer one ----
+
+  @Test
+  void a_replayed_older_enc_key_ad_is_refused_and_the_newer_key_stays_served(@TempDir Path dir) throws Exception {
+    try (RelayHarness r = relay(dir)) {
+      TestHost h = new TestHost(r.url(), "alpha").enrol();
+      TestHost viewer = new TestHost(r.url(), "viewer").enrol();
+      long now = System.currentTimeMillis();
+      Ed25519KeyPair oldEnc = Ed25519KeyPair.generate();
+      Ed25519KeyPair newEnc = Ed25519KeyPair.generate();
+      ObjectNode older = ad(h, oldEnc, now - 3_600_000, now + 29 * DAY);
+      ObjectNode newer = ad(h, newEnc, now, now + 30 * DAY);
+      assertThat(postAd(h, older, h.key).raw()).isEqualTo("{\"ok\":true}");
+      assertThat(postAd(h, newer, h.key).raw()).isEqualTo("{\"ok\":true}");
+
+      Http.Resp replay = postAd(h, older, h.key);
+      assertThat(replay.status()).isEqualTo(400);
+      assertThat(replay.raw()).isEqualTo("{\"error\":\"enc-key ad refused: not newer than the stored ad\"}");
+      // same iat, other key: not newer either
+      Http.Resp sameIat = postAd(h, ad(h, oldEnc, now, now + 30 * DAY), h.key);
+      assertThat(sameIat.raw()).isEqualTo("{\"error\":\"enc-key ad refused: not newer than the stored ad\"}");
+      // the stored ad sent again is fine (a client republishing its current ad)
+      assertThat(postAd(h, newer, h.key).raw()).isEqualTo("{\"ok\":true}");
+
+      Http.Resp served = viewer.get("/v2/relay/enc-key?pubkey=" + q(h.pub()));
+      assertThat(served.json().at("/ad/enc_pub").asText()).isEqualTo(newEnc.publicKeyB64());
+      assertThat(h.get("/v2/relay/info").json().at("/you/enc_ad/enc_pub").asText())
+          .isEqualTo(newEnc.publicKeyB64());
+      // a newer ad still replaces it
+      assertThat(postAd(h, ad(h, oldEnc, now + 1000, now + 30 * DAY), h.key).raw()).isEqualTo("{\"ok\":true}");
+      assertThat(viewer.get("/v2/relay/enc-key?pubkey=" + q(h.pub())).json().at("/ad/enc_pub").asText())
+          .isEqualTo(oldEnc.publicKeyB64());
+    }
+  }
 }

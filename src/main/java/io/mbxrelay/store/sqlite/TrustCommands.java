@@ -17,6 +17,7 @@ import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalLong;
 
 /**
  * The trust commands of the SQLite store (issue 3): sender allowlists (wire.md §4.3), enc-key ads (§4.2), rotation
@@ -116,11 +117,46 @@ final class TrustCommands {
     return Boolean.TRUE;
   }
 
+  /**
+   * Stores a v2 ad unless the stored one is at least as new (issue 11 item 13): an ad whose {@code iat} is older than
+   * the stored ad's, or equal with other content, is refused ({@code false}; the route answers 400 {@code enc-key ad
+   * refused: not newer than the stored ad}). The stored ad itself sent again is accepted and changes nothing.
+   * {@code iat} values are compared parsed, as times; a stored ad whose {@code iat} cannot be parsed never blocks.
+   */
   private Boolean encAdV2(StoreCommand.PublishEncAdV2 a) throws SQLException {
+    String stored = null;
+    try (PreparedStatement ps = conn.prepareStatement("SELECT record FROM enc_ad_records WHERE host_pubkey=?")) {
+      ps.setString(1, a.hostPubkey());
+      try (ResultSet rs = ps.executeQuery()) {
+        if (rs.next()) {
+          stored = rs.getString(1);
+        }
+      }
+    }
+    if (stored != null) {
+      if (stored.equals(a.record())) {
+        return Boolean.TRUE;
+      }
+      OptionalLong storedIat = adIat(stored);
+      OptionalLong newIat = adIat(a.record());
+      if (storedIat.isPresent() && (newIat.isEmpty() || newIat.getAsLong() <= storedIat.getAsLong())) {
+        return Boolean.FALSE;
+      }
+    }
     update("INSERT INTO enc_ad_records(host_pubkey, record, sig, at) VALUES(?, ?, ?, ?)"
         + " ON CONFLICT(host_pubkey) DO UPDATE SET record=excluded.record, sig=excluded.sig, at=excluded.at",
         a.hostPubkey(), a.record(), a.sig(), now());
     return Boolean.TRUE;
+  }
+
+  /** The parsed {@code iat} of a stored or new ad record (canonical JSON), or empty. */
+  private static OptionalLong adIat(String record) {
+    try {
+      var iat = Json.parse(record).get("iat");
+      return iat != null && iat.isTextual() ? IsoTime.parse(iat.textValue()) : OptionalLong.empty();
+    } catch (IllegalArgumentException e) {
+      return OptionalLong.empty();
+    }
   }
 
   // ---- rotation (wire.md §4.4) ----
