@@ -20,7 +20,10 @@ import org.slf4j.LoggerFactory;
  * for a token again (hops are signed by the host key), so they keep working.
  *
  * <p>Thread-safe: state is guarded by {@code this}; a fetch in flight is shared by every caller that asks meanwhile.
- * Never blocks: the fetch itself is the {@link Fetcher}'s (the verticle's non-blocking WebClient).
+ * Never blocks: the fetch itself is the {@link Fetcher}'s (the verticle's non-blocking HTTP client, which gives every
+ * fetch an absolute deadline and a byte cap). As a second line (issue 11 item 7), a fetch still in flight past that
+ * deadline (by the injected {@link Clock}) is abandoned: its waiters get {@code false} and the next refresh starts a
+ * new fetch instead of joining it, so one hung fetch can never hold the cache forever.
  */
 public final class JwksCache {
   private static final Logger LOG = LoggerFactory.getLogger(JwksCache.class);
@@ -56,6 +59,9 @@ public final class JwksCache {
   private long lastUnknownKidFetchMs = Long.MIN_VALUE;
   private long fetches;
   private CompletableFuture<Boolean> inFlight;
+  private long inFlightSinceMs;
+  private long fetchDeadlineMs = Long.MAX_VALUE;
+  private long abandoned;
 
   /**
    * @param clock time source (tests inject one to step past the intervals)
@@ -75,6 +81,21 @@ public final class JwksCache {
    */
   public synchronized void fetcher(Fetcher fetcher) {
     this.fetcher = Objects.requireNonNull(fetcher);
+  }
+
+  /**
+   * Installs the fetcher with the deadline it promises for each fetch; a fetch still in flight longer than that is
+   * abandoned by the next {@link #refresh}.
+   *
+   * @param fetcher the fetcher
+   * @param fetchDeadlineMs the fetcher's absolute deadline per fetch, ms (config {@code enrolment.jwksFetchTimeoutMs})
+   */
+  public synchronized void fetcher(Fetcher fetcher, long fetchDeadlineMs) {
+    if (fetchDeadlineMs < 1) {
+      throw new IllegalArgumentException("fetchDeadlineMs must be positive");
+    }
+    this.fetcher = Objects.requireNonNull(fetcher);
+    this.fetchDeadlineMs = fetchDeadlineMs;
   }
 
   /**
@@ -125,9 +146,16 @@ public final class JwksCache {
   public CompletionStage<Boolean> refresh() {
     Fetcher f;
     CompletableFuture<Boolean> result;
+    CompletableFuture<Boolean> stuck = null;
     synchronized (this) {
       if (inFlight != null) {
-        return inFlight;
+        if (clock.millis() - inFlightSinceMs <= fetchDeadlineMs) {
+          return inFlight;
+        }
+        // Past its deadline and still not answered: abandon it (its late outcome is ignored below).
+        stuck = inFlight;
+        inFlight = null;
+        abandoned++;
       }
       f = fetcher;
       if (f == null) {
@@ -135,7 +163,12 @@ public final class JwksCache {
       }
       result = new CompletableFuture<>();
       inFlight = result;
+      inFlightSinceMs = clock.millis();
       fetches++;
+    }
+    if (stuck != null) {
+      LOG.warn("jwks fetch abandoned past its deadline");
+      stuck.complete(false);
     }
     CompletionStage<String> stage;
     try {
@@ -144,6 +177,11 @@ public final class JwksCache {
       stage = CompletableFuture.failedFuture(e);
     }
     stage.whenComplete((text, err) -> {
+      synchronized (this) {
+        if (inFlight != result) {
+          return; // abandoned: its waiters were answered and a newer fetch owns the cache
+        }
+      }
       boolean ok = false;
       if (err == null) {
         try {
@@ -157,7 +195,9 @@ public final class JwksCache {
       }
       java.util.function.Consumer<Boolean> listener;
       synchronized (this) {
-        inFlight = null;
+        if (inFlight == result) {
+          inFlight = null;
+        }
         listener = refreshListener;
       }
       listener.accept(ok);
@@ -206,6 +246,11 @@ public final class JwksCache {
   /** Fetches started since creation (tests, metrics). */
   public synchronized long fetches() {
     return fetches;
+  }
+
+  /** Fetches abandoned because they outlived their deadline, since creation (tests, metrics). */
+  public synchronized long abandoned() {
+    return abandoned;
   }
 
   /** Keys cached right now. */

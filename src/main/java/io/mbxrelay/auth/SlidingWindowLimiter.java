@@ -1,68 +1,113 @@
 package io.mbxrelay.auth;
 
-import java.util.HashMap;
+import java.util.Arrays;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.UnaryOperator;
 
 /**
  * A sliding-window rate limit per key: at most {@code limit} calls in any {@code windowMs} (wire.md §3: 120 push
  * requests per sender key per minute; 30 enrolment calls per client address per minute). Each key keeps the times
- * of its last {@code limit} calls in a ring. The table is hard-capped at {@code maxKeys}: keys with no call inside
- * the window are dropped first; when the table is still full, calls from new keys are refused (fail closed) rather
- * than evicting the windows of active keys.
+ * of its last {@code limit} calls in a ring.
  *
- * <p>Own code rather than a rate-limit library (Bucket4j, Resilience4j): the exact sliding-window count and the
- * fail-closed hard cap on keys are part of the wire contract and the memory bound, and token buckets would let a
- * burst through that the reference refuses.
+ * <p>The table is hard-capped at {@code maxKeys} and never locks anyone out (issue 11 item 6): when a new key finds
+ * it full, keys with no call inside the window are dropped, and if it is still full the <em>least recently active</em>
+ * key (its last call, allowed or refused, is the oldest) is shed. A key that keeps calling stays at the recent end
+ * and keeps its window; only idle keys lose theirs. The earlier design refused new keys when full, so 50,000 junk
+ * calls from distinct addresses answered 429 to every newcomer.
  *
- * <p>Thread-safe (shared by every HTTP verticle instance).
+ * <p>Keys may be mapped before counting ({@link #forClientAddresses}: IPv6 addresses grouped by prefix).
+ *
+ * <p>Own code rather than a rate-limit library (Bucket4j, Resilience4j): the exact sliding-window count is part of the
+ * wire contract and token buckets would let a burst through that the reference refuses; the bounded, shedding key
+ * table is the memory bound.
+ *
+ * <p>Thread-safe (shared by every HTTP verticle instance); {@link #tryAcquire} is O(1) amortized (idle keys are
+ * taken from the least recently active end).
  */
 public final class SlidingWindowLimiter {
   private final int limit;
   private final long windowMs;
   private final int maxKeys;
-  private final Map<String, long[]> calls = new HashMap<>();
-  private final Map<String, Integer> heads = new HashMap<>();
+  private final UnaryOperator<String> keyMapper;
+  /** Access order: the head is the least recently active key. */
+  private final LinkedHashMap<String, Window> calls = new LinkedHashMap<>(16, 0.75f, true);
+  private final AtomicLong shed = new AtomicLong();
+
+  private static final class Window {
+    final long[] ring;
+    int head;
+    long last = Long.MIN_VALUE;
+
+    Window(int limit) {
+      ring = new long[limit];
+      Arrays.fill(ring, Long.MIN_VALUE);
+    }
+  }
 
   /**
-   * @param limit calls allowed per window
-   * @param windowMs window length
-   * @param maxKeys most keys tracked
+   * @param limit calls allowed per window, at least 1
+   * @param windowMs window length, ms
+   * @param maxKeys most keys tracked, at least 1 (config {@code limits.rateTableMaxKeys})
    */
   public SlidingWindowLimiter(int limit, long windowMs, int maxKeys) {
+    this(limit, windowMs, maxKeys, UnaryOperator.identity());
+  }
+
+  private SlidingWindowLimiter(int limit, long windowMs, int maxKeys, UnaryOperator<String> keyMapper) {
+    if (limit < 1 || windowMs < 1 || maxKeys < 1) {
+      throw new IllegalArgumentException("limit, windowMs and maxKeys must be positive");
+    }
     this.limit = limit;
     this.windowMs = windowMs;
     this.maxKeys = maxKeys;
+    this.keyMapper = Objects.requireNonNull(keyMapper);
+  }
+
+  /**
+   * A limiter keyed by client address (the enrolment calls, wire.md §3): IPv6 addresses count per network of
+   * {@code ipv6PrefixBits} (one host usually holds a whole /64), IPv4 per address ({@link ClientAddress#rateKey}).
+   *
+   * @param limit calls allowed per window
+   * @param windowMs window length, ms
+   * @param maxKeys most keys tracked
+   * @param ipv6PrefixBits IPv6 prefix length that forms one key (config {@code trust.ipv6PrefixBits}), 1..128
+   * @return the limiter
+   */
+  public static SlidingWindowLimiter forClientAddresses(int limit, long windowMs, int maxKeys, int ipv6PrefixBits) {
+    if (ipv6PrefixBits < 1 || ipv6PrefixBits > 128) {
+      throw new IllegalArgumentException("ipv6PrefixBits must be 1..128");
+    }
+    return new SlidingWindowLimiter(limit, windowMs, maxKeys, a -> ClientAddress.rateKey(a, ipv6PrefixBits));
   }
 
   /**
    * Counts a call if the key has room.
    *
-   * @param key sender key or client address
-   * @param nowMs now
+   * @param key sender key or client address (mapped first for a {@link #forClientAddresses} limiter)
+   * @param nowMs now, epoch ms
    * @return true when the call is within the limit (and was counted)
    */
   public synchronized boolean tryAcquire(String key, long nowMs) {
-    long[] ring = calls.get(key);
-    if (ring == null) {
+    String k = keyMapper.apply(key);
+    Window w = calls.get(k); // access order: moves k to the recent end
+    if (w == null) {
       if (calls.size() >= maxKeys) {
-        purge(nowMs);
-        if (calls.size() >= maxKeys) {
-          return false;
-        }
+        makeRoom(nowMs);
       }
-      ring = new long[limit];
-      java.util.Arrays.fill(ring, Long.MIN_VALUE);
-      calls.put(key, ring);
-      heads.put(key, 0);
+      w = new Window(limit);
+      calls.put(k, w);
     }
-    int head = heads.get(key);
+    w.last = nowMs;
     // ring[head] is the oldest of the last `limit` calls
-    if (ring[head] != Long.MIN_VALUE && nowMs - ring[head] < windowMs) {
+    if (w.ring[w.head] != Long.MIN_VALUE && nowMs - w.ring[w.head] < windowMs) {
       return false;
     }
-    ring[head] = nowMs;
-    heads.put(key, (head + 1) % limit);
+    w.ring[w.head] = nowMs;
+    w.head = (w.head + 1) % limit;
     return true;
   }
 
@@ -71,16 +116,21 @@ public final class SlidingWindowLimiter {
     return calls.size();
   }
 
-  private void purge(long nowMs) {
-    Iterator<Map.Entry<String, long[]>> it = calls.entrySet().iterator();
-    while (it.hasNext()) {
-      Map.Entry<String, long[]> e = it.next();
-      int head = heads.get(e.getKey());
-      long newest = e.getValue()[(head - 1 + limit) % limit];
-      if (newest == Long.MIN_VALUE || nowMs - newest >= windowMs) {
-        it.remove();
-        heads.remove(e.getKey());
+  /** Keys whose window was still open when they were shed to make room, since start (metrics, tests). */
+  public long shed() {
+    return shed.get();
+  }
+
+  /** Drops idle keys from the least recently active end, then, if still full, the least recently active key. */
+  private void makeRoom(long nowMs) {
+    Iterator<Map.Entry<String, Window>> it = calls.entrySet().iterator();
+    while (it.hasNext() && calls.size() >= maxKeys) {
+      Window w = it.next().getValue();
+      if (nowMs - w.last < windowMs) {
+        // Least recently active yet inside its window: shed it (the table must not lock newcomers out).
+        shed.incrementAndGet();
       }
+      it.remove();
     }
   }
 }

@@ -287,13 +287,23 @@ public final class ConfigLoader {
       if (e.relayUrl() != null && !e.relayUrl().isBlank() && !e.relayUrl().matches("https?://[^\\s/]+.*")) {
         v.add("enrolment.relayUrl must be this relay's http(s) URL (the token audience)");
       }
-      if (e.jwksUrl() != null && !e.jwksUrl().isBlank() && !e.jwksUrl().startsWith("https://")
-          && !e.jwksUrl().startsWith("http://127.0.0.1") && !e.jwksUrl().startsWith("http://localhost")) {
-        v.add("enrolment.jwksUrl must be https (plain http only for localhost)");
+      if (e.jwksUrl() != null && !e.jwksUrl().isBlank()) {
+        // Parsed as a URL, and the loopback rule checked on the parsed host (issue 11 item 7): a prefix test let
+        // http://127.0.0.1@127.0.0.2/ and http://localhost.attacker.invalid/ through.
+        try {
+          io.mbxrelay.auth.JwksEndpoint.parse(e.jwksUrl());
+        } catch (io.mbxrelay.auth.JwksEndpoint.BadUrl bad) {
+          v.add("enrolment.jwksUrl " + bad.getMessage());
+        }
       }
+    }
+    range(v, "enrolment.jwksFetchTimeoutMs", e.jwksFetchTimeoutMs(), 100, 120_000);
+    if (e.jwksFetchTimeoutMs() >= e.jwksRefreshMs()) {
+      v.add("enrolment.jwksFetchTimeoutMs must be less than enrolment.jwksRefreshMs");
     }
     range(v, "trust.replayCacheMaxEntries", c.trust().replayCacheMaxEntries(), 1, 100_000_000);
     range(v, "trust.replayCacheMaxPerKey", c.trust().replayCacheMaxPerKey(), 1, 100_000_000);
+    range(v, "trust.ipv6PrefixBits", c.trust().ipv6PrefixBits(), 16, 128);
     String token = c.admin().token();
     if (token != null && !token.isEmpty() && token.length() < 32) {
       v.add("admin.token (MBX_RELAY_ADMIN_TOKEN) must be at least 32 characters when set");

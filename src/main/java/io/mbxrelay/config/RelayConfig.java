@@ -16,7 +16,7 @@ import java.util.Objects;
  * @param enrolment which enrolment authority decides (seed 000 §8)
  * @param admin the admin HTTP server (metrics, health, readiness) and the deny-list admin token
  * @param log log output format
- * @param trust replay protection (issue 3)
+ * @param trust replay protection (issue 3) and client-address grouping (issue 11)
  */
 public record RelayConfig(Http http, Store store, Limits limits, Timers timers, Enrolment enrolment, Admin admin,
     Log log, Trust trust) {
@@ -137,9 +137,10 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    * @param jwksUnknownKidMinIntervalMs least time between refreshes triggered by an unknown {@code kid} (1 min)
    * @param jwksCacheLifetimeMs how long keys of the last successful fetch serve when the JWKS cannot be fetched (1 h)
    * @param tokenMaxLifetimeMs most {@code exp − iat} of an account token (15 min)
+   * @param jwksFetchTimeoutMs absolute deadline of one JWKS fetch, connect to last byte (issue 11 item 7)
    */
   public record Enrolment(String authority, String relayUrl, String tokenIssuer, String jwksUrl, long jwksRefreshMs,
-      long jwksUnknownKidMinIntervalMs, long jwksCacheLifetimeMs, long tokenMaxLifetimeMs) {}
+      long jwksUnknownKidMinIntervalMs, long jwksCacheLifetimeMs, long tokenMaxLifetimeMs, long jwksFetchTimeoutMs) {}
 
   /**
    * Replay protection beyond the reference (issue 3 item 7).
@@ -147,8 +148,10 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    * @param replayCacheMaxEntries most accepted state-changing hops remembered for the hop window in all; over it the
    *     oldest entry is evicted (never a refusal, so no host can lock others out)
    * @param replayCacheMaxPerKey most remembered per caller key; a key over its share loses only its own oldest entries
+   * @param ipv6PrefixBits the per-address enrolment-call window counts an IPv6 client per network of this many prefix
+   *     bits (issue 11 item 6; 64 = one window per /64), IPv4 per address
    */
-  public record Trust(int replayCacheMaxEntries, int replayCacheMaxPerKey) {}
+  public record Trust(int replayCacheMaxEntries, int replayCacheMaxPerKey, int ipv6PrefixBits) {}
 
 
   /**

@@ -14,6 +14,7 @@ import io.mbxrelay.wire.B64;
 import io.mbxrelay.wire.CanonicalJson;
 import io.mbxrelay.wire.IsoTime;
 import io.mbxrelay.wire.Json;
+import io.mbxrelay.wire.KeySpelling;
 import io.vertx.core.Future;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.ext.web.Router;
@@ -33,12 +34,18 @@ import java.util.regex.Pattern;
  * and the admin deny list ({@code /admin/deny}, bearer token; without a valid token the request falls through to hop
  * auth and is answered exactly like any unknown path: 401 {@code bad relay hop}); after hop auth
  * {@code POST /v2/relay/senders} (§4.3) and the enc-key ads v1/v2 (§4.2). Safe on any event loop.
+ *
+ * <p>Keys are compared, stored and looked up in their canonical spelling ({@link KeySpelling}; issue 11 item 4):
+ * allowlist entries, the rotated and the new key, the ad's {@code host_pubkey} and the {@code ?pubkey=} lookup.
+ * Signatures are still checked over the records exactly as received.
  */
 final class TrustRoutes {
   private static final Pattern ENC_PUB_RE = Pattern.compile("^[A-Za-z0-9+/]{43}=$");
   private static final long FUTURE_SKEW_MS = 5 * 60_000L;
   private static final long MAX_AD_LIFETIME_MS = 90L * 86_400_000L;
   private static final RelayError UNKNOWN_HOST = new RelayError(404, "unknown host", null);
+  /** Our v2 ad refusal reason beyond wire.md §4.2 (docs/wire-compatibility.md; issue 11 item 13). */
+  static final String AD_NOT_NEWER = "not newer than the stored ad";
 
   private final RelayServices s;
   private final RelayRoutes core;
@@ -77,7 +84,8 @@ final class TrustRoutes {
     JsonNode list = body.get("list");
     RelayError bad = RelayError.badRequest("bad sender list");
     if (list == null || !list.isObject() || !list.path("v").isNumber() || list.path("v").doubleValue() != 1
-        || !"relay-senders".equals(text(list.get("type"))) || !caller.hostPubkey().equals(text(list.get("host_pubkey")))
+        || !"relay-senders".equals(text(list.get("type")))
+        || !KeySpelling.same(caller.hostPubkey(), text(list.get("host_pubkey")))
         || !list.path("senders").isArray() || list.get("senders").size() > s.config().limits().maxSenders()) {
       throw bad;
     }
@@ -91,7 +99,7 @@ final class TrustRoutes {
       if (!k.isTextual() || !B64.isPubkey(k.textValue())) {
         throw bad;
       }
-      senders.add(k.textValue());
+      senders.add(KeySpelling.canonical(k.textValue()).orElseThrow()); // 4 spellings of one key are one sender
     }
     if (iatMs.getAsLong() > core.now() + FUTURE_SKEW_MS) {
       throw RelayError.badRequest("sender list iat is in the future");
@@ -163,7 +171,7 @@ final class TrustRoutes {
         || B64.decodeLenient(encPub).map(b -> b.length != 32).orElse(true)) {
       throw adRefused("malformed");
     }
-    if (!hostPub.equals(caller.hostPubkey()) || !host.equals(caller.hostName())) {
+    if (!KeySpelling.same(hostPub, caller.hostPubkey()) || !host.equals(caller.hostName())) {
       throw adRefused("wrong peer");
     }
     if (!Ed25519.verify(caller.hostPubkey(), CanonicalJson.canonicalBytes(ad), sig)) {
@@ -184,8 +192,16 @@ final class TrustRoutes {
     if (expMs.getAsLong() - iatMs.getAsLong() > MAX_AD_LIFETIME_MS) {
       throw adRefused("lifetime over the maximum");
     }
+    // The writer refuses (false) an ad not newer than the stored one, atomically with the write (issue 11 item 13):
+    // a captured older ad replayed later must not replace a newer key. Re-sending the stored ad itself is fine.
     s.writes().send(new StoreCommand.PublishEncAdV2(caller.hostPubkey(), CanonicalJson.canonicalize(ad), sig))
-        .onSuccess(v -> RelayRoutes.ok(ctx, okTrue())).onFailure(ctx::fail);
+        .onSuccess(stored -> {
+          if (Boolean.TRUE.equals(stored)) {
+            RelayRoutes.ok(ctx, okTrue());
+          } else {
+            ctx.fail(adRefused(AD_NOT_NEWER));
+          }
+        }).onFailure(ctx::fail);
   }
 
   private void encKeyGet(RoutingContext ctx) {
@@ -195,7 +211,7 @@ final class TrustRoutes {
     String host = q.get("host");
     Future<Optional<String>> key;
     if (pubkey != null && !pubkey.isEmpty()) {
-      key = Future.succeededFuture(Optional.of(pubkey));
+      key = Future.succeededFuture(Optional.of(KeySpelling.canonicalOrSelf(pubkey)));
     } else if (host != null && !host.isEmpty()) {
       key = resolveName(host, caller);
     } else {
@@ -254,7 +270,7 @@ final class TrustRoutes {
     JsonNode rec = rotation != null && rotation.isObject() ? rotation.get("rec") : null;
     String oldPub = rec != null && rec.isObject() ? text(rec.get("old_pub")) : null;
     Future<Optional<Enrolment>> old = oldPub == null ? Future.succeededFuture(Optional.empty())
-        : s.reads().enrolment(oldPub);
+        : s.reads().enrolment(KeySpelling.canonicalOrSelf(oldPub));
     old.onSuccess(o -> {
       if (o.isEmpty() || !o.get().live()) {
         ctx.fail(new RelayError(404, "the rotated key is not enrolled here", null));
@@ -271,11 +287,11 @@ final class TrustRoutes {
         ctx.fail(badRotation("not a rotation record"));
         return;
       }
-      if (!e.hostPubkey().equals(oldPub)) {
+      if (!e.hostPubkey().equals(oldPub) && !KeySpelling.same(e.hostPubkey(), oldPub)) {
         ctx.fail(badRotation("rotation does not start from the pinned host key"));
         return;
       }
-      if (newPub.equals(oldPub)) {
+      if (newPub.equals(oldPub) || KeySpelling.same(newPub, oldPub)) { // another spelling is the same key
         ctx.fail(badRotation("rotation keeps the same host key"));
         return;
       }
@@ -292,18 +308,21 @@ final class TrustRoutes {
         ctx.fail(badRotation("rotation names another host"));
         return;
       }
-      s.writes().send(new StoreCommand.Rotate(oldPub, newPub, host)).onSuccess(outcome -> {
-        if (outcome instanceof RotateOutcome.Moved m) {
-          s.metrics().revocations(io.mbxrelay.metrics.RelayMetrics.RevocationCause.ROTATION, 1);
-          RelayRoutes.ok(ctx, Json.MAPPER.createObjectNode().put("moved", m.moved()));
-        } else if (outcome instanceof RotateOutcome.NotEnrolled) {
-          ctx.fail(new RelayError(404, "the rotated key is not enrolled here", null));
-        } else if (outcome instanceof RotateOutcome.NamesAnotherHost) {
-          ctx.fail(badRotation("rotation names another host"));
-        } else {
-          ctx.fail(new RelayError(409, "the new key was revoked here", null));
-        }
-      }).onFailure(ctx::fail);
+      // The store checks the new key against revocations (every spelling) and the deny list (issue 11 item 3).
+      s.writes().send(new StoreCommand.Rotate(e.hostPubkey(), KeySpelling.canonical(newPub).orElseThrow(), host))
+          .onSuccess(outcome -> {
+            if (outcome instanceof RotateOutcome.Moved m) {
+              s.metrics().revocations(io.mbxrelay.metrics.RelayMetrics.RevocationCause.ROTATION, 1);
+              RelayRoutes.ok(ctx, Json.MAPPER.createObjectNode().put("moved", m.moved()));
+            } else if (outcome instanceof RotateOutcome.NotEnrolled) {
+              ctx.fail(new RelayError(404, "the rotated key is not enrolled here", null));
+            } else if (outcome instanceof RotateOutcome.NamesAnotherHost) {
+              ctx.fail(badRotation("rotation names another host"));
+            } else {
+              // revoked here, or on the deny list (which revokes): one answer, wire.md §4.4 409
+              ctx.fail(new RelayError(409, "the new key was revoked here", null));
+            }
+          }).onFailure(ctx::fail);
     }).onFailure(ctx::fail);
   }
 

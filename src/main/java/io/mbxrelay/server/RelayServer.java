@@ -148,7 +148,7 @@ public final class RelayServer implements AutoCloseable {
         jwks = new JwksCache(options.clock(), en.jwksCacheLifetimeMs(), en.jwksUnknownKidMinIntervalMs());
         authority = new AccountTokenAuthority(jwks, en.tokenIssuer(), en.relayUrl(), en.tokenMaxLifetimeMs(),
             options.clock());
-        deployments.add(await(vertx.deployVerticle(new JwksRefreshVerticle(jwks, en.jwksUrl(), en.jwksRefreshMs()))));
+        deployments.add(await(vertx.deployVerticle(new JwksRefreshVerticle(jwks, en))));
       }
       String adminToken = config.admin().token();
       TrustServices trust = new TrustServices(
@@ -165,7 +165,8 @@ public final class RelayServer implements AutoCloseable {
       RelayServices services = new RelayServices(config, relayKey, store.epoch(), version(), reads, store.enrolments(),
           new StoreClient(vertx, config.store().writerTimeoutMs()),
           new ChallengeStore(l.maxOpenChallenges(), l.challengeTtlMs()),
-          new SlidingWindowLimiter(l.enrolCallsPerMinute(), 60_000, l.rateTableMaxKeys()),
+          SlidingWindowLimiter.forClientAddresses(l.enrolCallsPerMinute(), 60_000, l.rateTableMaxKeys(),
+              config.trust().ipv6PrefixBits()),
           new SlidingWindowLimiter(l.pushRequestsPerMinute(), 60_000, l.rateTableMaxKeys()),
           authority, options.clientAddress(), options.clock(), trust, metrics);
       deployments.add(await(vertx.deployVerticle(new HeartbeatVerticle(services.writes(),

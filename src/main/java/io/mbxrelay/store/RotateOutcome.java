@@ -15,6 +15,9 @@ public sealed interface RotateOutcome {
   /** {@code rec.host} differs from the old enrolment's name: 400 BAD_ROTATION {@code rotation names another host}. */
   record NamesAnotherHost() implements RotateOutcome {}
 
-  /** The new key was revoked: 409 {@code the new key was revoked here}. */
+  /**
+   * The new key was revoked (in any of its spellings) or is on the deny list (issue 11 item 3): 409 {@code the new
+   * key was revoked here}.
+   */
   record NewKeyRevoked() implements RotateOutcome {}
 }

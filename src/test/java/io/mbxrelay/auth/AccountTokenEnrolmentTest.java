@@ -20,7 +20,9 @@ import io.mbxrelay.testing.RelayHarness;
 import io.mbxrelay.wire.CanonicalJson;
 import io.mbxrelay.wire.Json;
 import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerResponse;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -34,6 +36,7 @@ import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -54,6 +57,23 @@ class AccountTokenEnrolmentTest {
   private final AtomicReference<String> jwks = new AtomicReference<>();
   private final AtomicInteger jwksRequests = new AtomicInteger();
   private final AtomicBoolean jwksDown = new AtomicBoolean();
+  /** How the JWKS endpoint misbehaves (issue 11 item 7), or null to answer normally. */
+  private final AtomicReference<Misbehaviour> misbehave = new AtomicReference<>();
+  private final AtomicLong hugeBytesWritten = new AtomicLong();
+  private final AtomicBoolean hugeClosed = new AtomicBoolean();
+
+  private enum Misbehaviour {
+    /** Headers, then one byte every 100 ms, forever. */
+    TRICKLE,
+    /** A 64 MiB chunked answer, written as fast as the client reads it. */
+    HUGE,
+    /** {@code content-length} of 10 MB, then nothing. */
+    DECLARED_HUGE,
+    /** Never answers. */
+    HANG
+  }
+
+  private static final long HUGE_TOTAL = 64L << 20;
   private ECKey k1;
   private ECKey k2;
 
@@ -65,6 +85,11 @@ class AccountTokenEnrolmentTest {
     vertx = Vertx.vertx();
     jwksServer = vertx.createHttpServer().requestHandler(req -> {
       jwksRequests.incrementAndGet();
+      Misbehaviour m = misbehave.get();
+      if (m != null) {
+        misbehave(req.response(), m);
+        return;
+      }
       if (jwksDown.get()) {
         req.response().setStatusCode(503).end();
       } else {
@@ -78,6 +103,43 @@ class AccountTokenEnrolmentTest {
     vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
   }
 
+  private void misbehave(HttpServerResponse resp, Misbehaviour m) {
+    switch (m) {
+      case TRICKLE -> {
+        resp.setChunked(true).putHeader("content-type", "application/json").write("{");
+        long t = vertx.setPeriodic(100, id -> resp.write(" "));
+        resp.closeHandler(v -> vertx.cancelTimer(t));
+      }
+      case HUGE -> {
+        hugeBytesWritten.set(0);
+        hugeClosed.set(false);
+        resp.setChunked(true).putHeader("content-type", "application/json");
+        resp.closeHandler(v -> hugeClosed.set(true));
+        writeHuge(resp, Buffer.buffer(new byte[64 * 1024]));
+      }
+      case DECLARED_HUGE -> resp.putHeader("content-length", "10000000").putHeader("content-type", "application/json")
+          .write("{");
+      case HANG -> { }
+      default -> throw new IllegalStateException();
+    }
+  }
+
+  /** Writes chunks while the client reads them (back-pressure), so the server never buffers the 64 MiB itself. */
+  private void writeHuge(HttpServerResponse resp, Buffer chunk) {
+    while (!hugeClosed.get() && hugeBytesWritten.get() < HUGE_TOTAL && !resp.writeQueueFull()) {
+      resp.write(chunk);
+      hugeBytesWritten.addAndGet(chunk.length());
+    }
+    if (hugeClosed.get()) {
+      return;
+    }
+    if (hugeBytesWritten.get() >= HUGE_TOTAL) {
+      resp.end();
+    } else {
+      resp.drainHandler(v -> writeHuge(resp, chunk));
+    }
+  }
+
   private void publish(ECKey... keys) {
     List<JWK> pub = new ArrayList<>();
     for (ECKey k : keys) {
@@ -86,7 +148,15 @@ class AccountTokenEnrolmentTest {
     jwks.set(new JWKSet(pub).toString());
   }
 
-  private Map<String, String> env() {
+  private Map<String, String> env(String... more) {
+    Map<String, String> e = new java.util.HashMap<>(baseEnv());
+    for (int i = 0; i < more.length; i += 2) {
+      e.put(more[i], more[i + 1]);
+    }
+    return e;
+  }
+
+  private Map<String, String> baseEnv() {
     return Map.of("MBX_RELAY_ENROLMENT_AUTHORITY", "account-token",
         "MBX_RELAY_ENROLMENT_RELAY_URL", RELAY_URL,
         "MBX_RELAY_ENROLMENT_TOKEN_ISSUER", ISSUER,
@@ -255,6 +325,101 @@ class AccountTokenEnrolmentTest {
       Ed25519KeyPair b = Ed25519KeyPair.generate();
       assertThat(enrol(r, b, "b", mint(k1, claims(b, clock.millis(), "acct-9").build())).raw())
           .isEqualTo(denied("this host is on the relay's deny list"));
+    }
+  }
+
+  // ---- issue 11 items 7 and 10 ----
+
+  @Test
+  void a_token_whose_nbf_is_further_ahead_than_the_iat_skew_is_refused(@TempDir Path dir) throws Exception {
+    MutableClock clock = MutableClock.now();
+    try (RelayHarness r = RelayHarness.start(dir, env(), clock, Ed25519KeyPair.generate())) {
+      awaitFirstFetch(r);
+      long now = clock.millis();
+      Ed25519KeyPair h = Ed25519KeyPair.generate();
+      assertThat(enrol(r, h, "h", mint(k1, claims(h, now, "a").notBeforeTime(new Date(now + 120_000)).build())).raw())
+          .isEqualTo(denied("token not yet valid"));
+      assertThat(enrol(r, h, "h", mint(k1, claims(h, now, "a").notBeforeTime(new Date(now + 30_000)).build())).raw())
+          .as("inside the 60 s skew").isEqualTo("{\"ok\":true}");
+    }
+  }
+
+  @Test
+  void a_jwks_endpoint_that_trickles_bytes_cannot_hold_a_fetch_past_its_deadline_and_the_next_fetch_recovers(
+      @TempDir Path dir) throws Exception {
+    misbehave.set(Misbehaviour.TRICKLE);
+    MutableClock clock = MutableClock.now();
+    try (RelayHarness r = RelayHarness.start(dir, env("MBX_RELAY_ENROLMENT_JWKS_FETCH_TIMEOUT_MS", "1000"), clock,
+        Ed25519KeyPair.generate())) {
+      long t0 = System.nanoTime();
+      // joins the start-up fetch, which the endpoint keeps alive with a byte every 100 ms
+      assertThat(r.server.trust().jwks().refresh().toCompletableFuture().get(20, TimeUnit.SECONDS)).isFalse();
+      assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0)).isLessThan(10_000);
+      misbehave.set(null);
+      assertThat(r.server.trust().jwks().refresh().toCompletableFuture().get(20, TimeUnit.SECONDS)).isTrue();
+      Ed25519KeyPair h = Ed25519KeyPair.generate();
+      assertThat(enrol(r, h, "h", mint(k1, claims(h, clock.millis(), "a").build())).raw()).isEqualTo("{\"ok\":true}");
+    }
+  }
+
+  @Test
+  void a_huge_jwks_answer_is_cut_at_the_byte_cap_and_never_buffered_whole(@TempDir Path dir) throws Exception {
+    misbehave.set(Misbehaviour.HUGE);
+    try (RelayHarness r = RelayHarness.start(dir, env(), MutableClock.now(), Ed25519KeyPair.generate())) {
+      assertThat(r.server.trust().jwks().refresh().toCompletableFuture().get(30, TimeUnit.SECONDS)).isFalse();
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (!hugeClosed.get() && System.nanoTime() < deadline) {
+        Thread.sleep(10); // real I/O: the relay resets the stream, the server sees the close
+      }
+      assertThat(hugeClosed).as("the relay hung up").isTrue();
+      assertThat(hugeBytesWritten.get()).as("bytes the server got rid of before the relay hung up")
+          .isLessThan(8L << 20);
+      assertThat(r.server.trust().jwks().size()).isZero();
+
+      // a declared content-length over the cap is refused before any body is read
+      misbehave.set(Misbehaviour.DECLARED_HUGE);
+      long t0 = System.nanoTime();
+      assertThat(r.server.trust().jwks().refresh().toCompletableFuture().get(30, TimeUnit.SECONDS)).isFalse();
+      assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0)).as("well before the 5 s deadline")
+          .isLessThan(4_000);
+    }
+  }
+
+  @Test
+  void token_enrolments_are_answered_at_once_while_the_keys_are_unavailable_and_work_again_once_the_issuer_recovers(
+      @TempDir Path dir) throws Exception {
+    MutableClock clock = MutableClock.now();
+    try (RelayHarness r = RelayHarness.start(dir, env("MBX_RELAY_ENROLMENT_JWKS_FETCH_TIMEOUT_MS", "60000",
+        "MBX_RELAY_ENROLMENT_JWKS_CACHE_LIFETIME_MS", "60000"), clock, Ed25519KeyPair.generate())) {
+      awaitFirstFetch(r);
+      Ed25519KeyPair a = Ed25519KeyPair.generate();
+      assertThat(enrol(r, a, "a", mint(k1, claims(a, clock.millis(), "x").build())).raw()).isEqualTo("{\"ok\":true}");
+
+      misbehave.set(Misbehaviour.HANG);
+      clock.advance(60_001); // the cached keys are past their lifetime
+      for (int i = 0; i < 3; i++) {
+        Ed25519KeyPair b = Ed25519KeyPair.generate();
+        long t0 = System.nanoTime();
+        assertThat(enrol(r, b, "b", mint(k1, claims(b, clock.millis(), "x").build())).raw())
+            .isEqualTo(denied("token signing keys unavailable"));
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0)).as("not waiting on the hung fetch")
+            .isLessThan(5_000);
+      }
+
+      // the issuer recovers; the hung fetch is past its deadline by the relay's clock, so the next enrolment's
+      // background refresh starts a new fetch instead of joining it
+      misbehave.set(null);
+      clock.advance(61_000);
+      Ed25519KeyPair c = Ed25519KeyPair.generate();
+      assertThat(enrol(r, c, "c", mint(k1, claims(c, clock.millis(), "x").build())).raw())
+          .isEqualTo(denied("token signing keys unavailable"));
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (r.server.trust().jwks().ageSeconds() != 0 && System.nanoTime() < deadline) {
+        Thread.sleep(10); // the background fetch is real I/O
+      }
+      assertThat(r.server.trust().jwks().ageSeconds()).isZero();
+      assertThat(r.server.trust().jwks().abandoned()).isEqualTo(1);
+      assertThat(enrol(r, c, "c", mint(k1, claims(c, clock.millis(), "x").build())).raw()).isEqualTo("{\"ok\":true}");
     }
   }
 }

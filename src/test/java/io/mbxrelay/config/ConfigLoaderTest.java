@@ -65,4 +65,44 @@ class ConfigLoaderTest {
             "admin.bind must be an IP address (e.g. 127.0.0.1, 0.0.0.0, ::1) or localhost",
             "limits.maxSenderBytes must not exceed limits.maxQueueBytes"));
   }
+
+  private static Map<String, String> accountToken(String jwksUrl) {
+    return Map.of("MBX_RELAY_ENROLMENT_AUTHORITY", "account-token",
+        "MBX_RELAY_ENROLMENT_RELAY_URL", "https://relay.example",
+        "MBX_RELAY_ENROLMENT_TOKEN_ISSUER", "https://accounts.example",
+        "MBX_RELAY_ENROLMENT_JWKS_URL", jwksUrl);
+  }
+
+  @Test
+  void a_jwks_url_with_user_info_or_a_look_alike_loopback_host_is_refused() throws Exception {
+    // issue 11 item 7: the loopback rule is checked on the parsed host, not as a text prefix
+    for (String bad : new String[] {"http://127.0.0.1@127.0.0.2/jwks", "http://localhost.attacker.invalid/jwks",
+        "https://user@issuer.example/jwks", "http://192.0.2.1/jwks"}) {
+      assertThatThrownBy(() -> ConfigLoader.load(null, accountToken(bad))).as(bad)
+          .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.violations()).hasSize(1)
+              .allMatch(v -> v.startsWith("enrolment.jwksUrl ")));
+    }
+    for (String good : new String[] {"https://issuer.example/jwks", "http://127.0.0.1:8080/jwks",
+        "http://localhost/jwks", "http://[::1]/jwks"}) {
+      assertThat(ConfigLoader.load(null, accountToken(good)).enrolment().jwksUrl()).isEqualTo(good);
+    }
+  }
+
+  @Test
+  void the_jwks_fetch_deadline_and_the_ipv6_prefix_are_validated() throws Exception {
+    RelayConfig c = ConfigLoader.load(null, Map.of());
+    assertThat(c.enrolment().jwksFetchTimeoutMs()).isEqualTo(5000);
+    assertThat(c.trust().ipv6PrefixBits()).isEqualTo(64);
+    assertThat(ConfigLoader.load(null, Map.of("MBX_RELAY_TRUST_IPV6_PREFIX_BITS", "48")).trust().ipv6PrefixBits())
+        .isEqualTo(48);
+    assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("MBX_RELAY_TRUST_IPV6_PREFIX_BITS", "8",
+        "MBX_RELAY_ENROLMENT_JWKS_FETCH_TIMEOUT_MS", "0")))
+        .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.violations()).containsExactlyInAnyOrder(
+            "trust.ipv6PrefixBits must be between 16 and 128 (is 8)",
+            "enrolment.jwksFetchTimeoutMs must be between 100 and 120000 (is 0)"));
+    assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("MBX_RELAY_ENROLMENT_JWKS_FETCH_TIMEOUT_MS", "20000",
+        "MBX_RELAY_ENROLMENT_JWKS_REFRESH_MS", "15000")))
+        .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.violations())
+            .containsExactly("enrolment.jwksFetchTimeoutMs must be less than enrolment.jwksRefreshMs"));
+  }
 }

@@ -119,22 +119,24 @@ class EnrolmentCallsTest {
   }
 
   @Test
-  void open_challenges_are_capped(@TempDir Path dir) throws Exception {
+  void open_challenges_are_capped_by_shedding_the_oldest_and_a_key_asking_again_gets_its_open_one(@TempDir Path dir)
+      throws Exception {
     try (RelayHarness r = RelayHarness.start(dir, Map.of("MBX_RELAY_LIMITS_MAX_OPEN_CHALLENGES", "3"),
         java.time.Clock.systemUTC(), Ed25519KeyPair.generate())) {
       String[] keys = new String[4];
+      String[] nonces = new String[4];
       for (int i = 0; i < 4; i++) {
         keys[i] = Ed25519KeyPair.generate().publicKeyB64();
       }
       for (int i = 0; i < 3; i++) {
-        challenge(r, "h" + i, keys[i]);
+        nonces[i] = challenge(r, "h" + i, keys[i]);
       }
-      Http.Resp busy = post(r, "/v1/relay/challenge", "{\"host\":\"h3\",\"pubkey\":\"" + keys[3] + "\"}");
-      assertThat(busy.status()).isEqualTo(503);
-      assertThat(busy.error()).isEqualTo("too many open enrolment challenges; retry later");
-      // a key with an open challenge may ask again (its nonce is replaced)
-      assertThat(post(r, "/v1/relay/challenge", "{\"host\":\"h0\",\"pubkey\":\"" + keys[0] + "\"}").status())
-          .isEqualTo(200);
+      // issue 11 item 6: a full table sheds its oldest challenge (h0's) instead of answering 503 BUSY to new keys
+      nonces[3] = challenge(r, "h3", keys[3]);
+      // issue 11 item 5: a key with an open challenge gets the same nonce again
+      assertThat(challenge(r, "h3", keys[3])).isEqualTo(nonces[3]);
+      assertThat(challenge(r, "h1", keys[1])).isEqualTo(nonces[1]);
+      assertThat(challenge(r, "h0", keys[0])).as("h0's was shed: a new one").isNotEqualTo(nonces[0]);
     }
   }
 }

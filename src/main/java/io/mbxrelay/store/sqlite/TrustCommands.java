@@ -8,6 +8,7 @@ import io.mbxrelay.store.SendersOutcome;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.wire.IsoTime;
 import io.mbxrelay.wire.Json;
+import io.mbxrelay.wire.KeySpelling;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -16,11 +17,16 @@ import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalLong;
 
 /**
  * The trust commands of the SQLite store (issue 3): sender allowlists (wire.md §4.3), enc-key ads (§4.2), rotation
  * (§4.4) and the deny list (seed 000 §8 "Revocation"), plus the deny and client parts of enrolment. Kept apart from
  * {@link SqliteRelayStore} so the core's push/ack code and these stay easy to review separately.
+ *
+ * <p>Keys arrive in their canonical spelling (the routes canonicalize them, issue 11 item 4); checks that must not be
+ * fooled by a row stored under another spelling before that (revocation of a rotation's new key, allowlist entries)
+ * match every spelling ({@link KeySpelling#spellings}). The deny list is keyed by fingerprint, i.e. by key bytes.
  *
  * <p>Threading: writer thread only, always inside the savepoint {@link SqliteRelayStore} opened for the command.
  */
@@ -111,11 +117,46 @@ final class TrustCommands {
     return Boolean.TRUE;
   }
 
+  /**
+   * Stores a v2 ad unless the stored one is at least as new (issue 11 item 13): an ad whose {@code iat} is older than
+   * the stored ad's, or equal with other content, is refused ({@code false}; the route answers 400 {@code enc-key ad
+   * refused: not newer than the stored ad}). The stored ad itself sent again is accepted and changes nothing.
+   * {@code iat} values are compared parsed, as times; a stored ad whose {@code iat} cannot be parsed never blocks.
+   */
   private Boolean encAdV2(StoreCommand.PublishEncAdV2 a) throws SQLException {
+    String stored = null;
+    try (PreparedStatement ps = conn.prepareStatement("SELECT record FROM enc_ad_records WHERE host_pubkey=?")) {
+      ps.setString(1, a.hostPubkey());
+      try (ResultSet rs = ps.executeQuery()) {
+        if (rs.next()) {
+          stored = rs.getString(1);
+        }
+      }
+    }
+    if (stored != null) {
+      if (stored.equals(a.record())) {
+        return Boolean.TRUE;
+      }
+      OptionalLong storedIat = adIat(stored);
+      OptionalLong newIat = adIat(a.record());
+      if (storedIat.isPresent() && (newIat.isEmpty() || newIat.getAsLong() <= storedIat.getAsLong())) {
+        return Boolean.FALSE;
+      }
+    }
     update("INSERT INTO enc_ad_records(host_pubkey, record, sig, at) VALUES(?, ?, ?, ?)"
         + " ON CONFLICT(host_pubkey) DO UPDATE SET record=excluded.record, sig=excluded.sig, at=excluded.at",
         a.hostPubkey(), a.record(), a.sig(), now());
     return Boolean.TRUE;
+  }
+
+  /** The parsed {@code iat} of a stored or new ad record (canonical JSON), or empty. */
+  private static OptionalLong adIat(String record) {
+    try {
+      var iat = Json.parse(record).get("iat");
+      return iat != null && iat.isTextual() ? IsoTime.parse(iat.textValue()) : OptionalLong.empty();
+    } catch (IllegalArgumentException e) {
+      return OptionalLong.empty();
+    }
   }
 
   // ---- rotation (wire.md §4.4) ----
@@ -131,8 +172,9 @@ final class TrustCommands {
     if (!old.get().hostName().equals(r.host())) {
       return new RotateOutcome.NamesAnotherHost();
     }
-    Optional<Enrolment> existing = store.enrolmentRowForTrust(r.newPub());
-    if (existing.isPresent() && !existing.get().live()) {
+    // Issue 11 item 3: a revoked key must not come back under another spelling of itself, and a key on the deny list
+    // must not go live through a rotation (enrolment checks the deny list; rotation used to skip it).
+    if (revokedInAnySpelling(r.newPub()) || denied(r.newPub(), clientIdOf(r.oldPub()))) {
       return new RotateOutcome.NewKeyRevoked();
     }
     long nowMs = clock.millis();
@@ -204,10 +246,36 @@ final class TrustCommands {
       update("DELETE FROM sender_lists WHERE target_pubkey=?", r.newPub());
       update("UPDATE sender_lists SET target_pubkey=? WHERE target_pubkey=?", r.newPub(), r.oldPub());
     }
-    update("UPDATE sender_lists SET senders=(SELECT json_group_array(DISTINCT CASE WHEN value=? THEN ? ELSE value END)"
-        + " FROM json_each(sender_lists.senders)) WHERE EXISTS(SELECT 1 FROM json_each(sender_lists.senders)"
-        + " WHERE value=?)", r.oldPub(), r.newPub(), r.oldPub());
+    List<String> olds = KeySpelling.spellings(r.oldPub());
+    String in = inList(olds.size());
+    List<Object> args = new ArrayList<>(olds);
+    args.add(r.newPub());
+    args.addAll(olds);
+    update("UPDATE sender_lists SET senders=(SELECT json_group_array(DISTINCT CASE WHEN value IN " + in + " THEN ?"
+        + " ELSE value END) FROM json_each(sender_lists.senders)) WHERE EXISTS(SELECT 1 FROM"
+        + " json_each(sender_lists.senders) WHERE value IN " + in + ")", args.toArray());
     return new RotateOutcome.Moved(moved);
+  }
+
+  /** True when an enrolment row of this key, under any of its spellings, is revoked. */
+  private boolean revokedInAnySpelling(String key) throws SQLException {
+    List<String> all = KeySpelling.spellings(key);
+    return exists("SELECT 1 FROM enrolments WHERE revoked_at IS NOT NULL AND host_pubkey IN " + inList(all.size()),
+        all.toArray(new String[0]));
+  }
+
+  /** The token client recorded for an enrolment, or null. */
+  private String clientIdOf(String key) throws SQLException {
+    try (PreparedStatement ps = conn.prepareStatement("SELECT client_id FROM enrolment_clients WHERE host_pubkey=?")) {
+      ps.setString(1, key);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getString(1) : null;
+      }
+    }
+  }
+
+  private static String inList(int n) {
+    return "(" + String.join(", ", java.util.Collections.nCopies(n, "?")) + ")";
   }
 
   // ---- deny list (seed 000 §8 "Revocation") ----

@@ -1,0 +1,47 @@
+package io.mbxrelay.auth;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+/** The sliding window, and issue 11 item 6: a full table sheds the least recently active key, never locks out. */
+class SlidingWindowLimiterTest {
+
+  @Test
+  void a_key_gets_limit_calls_per_sliding_window() {
+    SlidingWindowLimiter l = new SlidingWindowLimiter(2, 1000, 10);
+    assertThat(l.tryAcquire("a", 0)).isTrue();
+    assertThat(l.tryAcquire("a", 500)).isTrue();
+    assertThat(l.tryAcquire("a", 999)).isFalse();
+    assertThat(l.tryAcquire("a", 1000)).isTrue();
+    assertThat(l.tryAcquire("a", 1499)).isFalse();
+    assertThat(l.tryAcquire("a", 1500)).isTrue();
+  }
+
+  @Test
+  void a_full_table_sheds_the_least_recently_active_key_and_keeps_a_busy_one_limited() {
+    SlidingWindowLimiter l = new SlidingWindowLimiter(1, 60_000, 3);
+    assertThat(l.tryAcquire("busy", 0)).isTrue();
+    assertThat(l.tryAcquire("x1", 1)).isTrue();
+    assertThat(l.tryAcquire("x2", 2)).isTrue();
+    for (int i = 0; i < 100; i++) {
+      assertThat(l.tryAcquire("busy", 10 + 2 * i)).isFalse(); // refused calls keep it recent
+      assertThat(l.tryAcquire("new" + i, 11 + 2 * i)).as("newcomer " + i).isTrue();
+    }
+    assertThat(l.size()).isEqualTo(3);
+    assertThat(l.shed()).isEqualTo(100);
+    // idle keys (no call inside the window) are dropped without counting as shed
+    assertThat(l.tryAcquire("late", 200_000)).isTrue();
+    assertThat(l.shed()).isEqualTo(100);
+  }
+
+  @Test
+  void a_client_address_limiter_counts_ipv6_per_prefix() {
+    SlidingWindowLimiter l = SlidingWindowLimiter.forClientAddresses(1, 60_000, 100, 64);
+    assertThat(l.tryAcquire("2001:db8:0:1::1", 0)).isTrue();
+    assertThat(l.tryAcquire("2001:db8:0:1:ab::2", 1)).isFalse();
+    assertThat(l.tryAcquire("2001:db8:0:2::1", 2)).isTrue();
+    assertThat(l.tryAcquire("192.0.2.1", 3)).isTrue();
+    assertThat(l.tryAcquire("192.0.2.2", 4)).isTrue();
+  }
+}
