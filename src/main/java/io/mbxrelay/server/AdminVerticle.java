@@ -28,9 +28,10 @@ import org.slf4j.LoggerFactory;
  * own address and port ({@code admin.bind}, {@code admin.port}), never on the relay port, so the relay port keeps
  * exactly the wire contract.
  *
- * <p>It also owns two timers: the readiness probe (a {@link StoreCommand.Probe} transaction through
- * {@link StoreClient} every {@code admin.probeIntervalMs}, at most one outstanding) and the queue scan (queue gauges
- * from one read on the read pool every {@code admin.queueScanIntervalMs}).
+ * <p>It also owns two timers: the readiness probe (a {@link StoreCommand.Probe} through {@link StoreClient} every
+ * {@code admin.probeIntervalMs}, at most one outstanding; the writer answers it on its thread by taking the write lock
+ * and rolling back, so a probe commits and writes nothing: issue 10 item 14) and the queue scan (queue gauges from one
+ * read on the read pool every {@code admin.queueScanIntervalMs}).
  *
  * <p>Liveness ({@code /health}, 200 {@code {"status":"up"}} or 503): every HTTP verticle's event loop ran a task
  * within {@code admin.readyTimeoutMs}. Readiness ({@code /ready}, 200 {@code {"ready":true}} or 503
@@ -92,13 +93,24 @@ public final class AdminVerticle extends VerticleBase {
     return server.listen(config.port(), config.bind()).onSuccess(s -> actualPort = s.actualPort());
   }
 
-  private void probe(Long timer) {
+  /**
+   * Sends one readiness probe now (tests), on this verticle's context.
+   *
+   * @return completes when the probe was answered (or at once when one is outstanding)
+   */
+  Future<Void> probeNow() {
+    io.vertx.core.Promise<Void> p = io.vertx.core.Promise.promise();
+    context.runOnContext(v -> probe(null).onComplete(ar -> p.complete()));
+    return p.future();
+  }
+
+  private Future<Boolean> probe(Long timer) {
     if (probeSentAt >= 0) {
-      return; // one outstanding probe at most: a stalled writer is not fed a probe per tick
+      return Future.succeededFuture(false); // one outstanding probe at most: a stalled writer is not fed one per tick
     }
     long sent = System.nanoTime();
     probeSentAt = sent;
-    services.writes().send(new StoreCommand.Probe()).onComplete(ar -> {
+    return services.writes().send(new StoreCommand.Probe()).onComplete(ar -> {
       long took = System.nanoTime() - sent;
       metrics.readyProbe(took);
       lastProbeNanos = took;

@@ -79,6 +79,7 @@ public final class RelayServer implements AutoCloseable {
   private final List<String> deployments;
   private final int port;
   private ExpirySweepVerticle sweep;
+  private AdminVerticle admin;
   private boolean closed;
   private int adminPort = -1;
 
@@ -189,6 +190,7 @@ public final class RelayServer implements AutoCloseable {
       deployments.add(await(vertx.deployVerticle(admin)));
       RelayServer server = new RelayServer(vertx, lock, reads, services, store.openReport(), deployments, port);
       server.sweep = sweep;
+      server.admin = admin;
       server.adminPort = admin.actualPort();
       return server;
     } catch (Exception | Error e) {
@@ -224,6 +226,11 @@ public final class RelayServer implements AutoCloseable {
    */
   public Future<ExpirySweepVerticle.Run> sweepNow() {
     return sweep.trigger();
+  }
+
+  /** Sends one readiness probe now and completes when it was answered (tests). */
+  Future<Void> readinessProbe() {
+    return admin.probeNow();
   }
 
   /** The bound port. */

@@ -101,10 +101,28 @@ public final class StoreWriterVerticle extends VerticleBase {
     drainScheduled = false;
     while (!pending.isEmpty()) {
       List<Message<StoreCommand<?>>> batch = new ArrayList<>(Math.min(pending.size(), batchMax));
+      List<Message<StoreCommand<?>>> probes = new ArrayList<>(0);
       while (!pending.isEmpty() && batch.size() < batchMax) {
-        batch.add(pending.poll());
+        Message<StoreCommand<?>> m = pending.poll();
+        (m.body() instanceof StoreCommand.Probe ? probes : batch).add(m);
       }
-      runBatch(batch);
+      if (!batch.isEmpty()) {
+        runBatch(batch);
+      }
+      probes.forEach(this::probe); // after what queued before them; no transaction (issue 10 item 14)
+    }
+  }
+
+  /** A readiness probe: the write lock taken and released on this thread, nothing committed. */
+  private void probe(Message<StoreCommand<?>> m) {
+    if (failStopped) {
+      m.fail(503, "store stopped (fail-stop)");
+      return;
+    }
+    try {
+      m.reply(store.probeWriter(), LOCAL);
+    } catch (StoreException e) {
+      m.fail(e.kind() == StoreException.Kind.INTERNAL ? 500 : 503, "store unavailable");
     }
   }
 

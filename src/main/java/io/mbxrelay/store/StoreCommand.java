@@ -89,8 +89,9 @@ public sealed interface StoreCommand<R>
   record Heartbeat() implements StoreCommand<Long> {}
 
   /**
-   * A probe transaction for readiness: takes the write lock, rewrites one meta row with its own value (so the store
-   * must accept a page write) and commits. Result {@code true} when the row was written.
+   * A readiness probe: the writer answers it on its thread without a transaction of commands, through
+   * {@link RelayStore#probeWriter()} (write lock taken, one meta row read, rolled back; nothing committed). Result
+   * {@code true} when the lock was taken and the row read.
    */
   record Probe() implements StoreCommand<Boolean> {}
 

@@ -922,6 +922,21 @@ public final class SqliteRelayStore implements RelayStore {
     }
   }
 
+  @Override
+  public boolean probeWriter() throws StoreException {
+    try (Statement st = conn.createStatement()) {
+      st.execute("BEGIN IMMEDIATE");
+      try (ResultSet rs = st.executeQuery("SELECT count(*) FROM meta WHERE k = 'schema_version'")) {
+        return rs.next() && rs.getInt(1) == 1;
+      } finally {
+        st.execute("ROLLBACK");
+      }
+    } catch (SQLException e) {
+      rollbackQuietly();
+      throw classify("probe failed", e);
+    }
+  }
+
   private Optional<Enrolment> enrolmentRow(String key) throws SQLException {
     try (PreparedStatement ps = prepared("SELECT host_pubkey, host_name, owner_fp, account,"
         + " authorized_by, enrolled_at, revoked_at FROM enrolments WHERE host_pubkey=?")) {
