@@ -13,6 +13,7 @@ import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.metrics.RelayMetrics;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.store.sqlite.SqliteRelayStore;
+import io.mbxrelay.store.sqlite.StoreFiles;
 import io.mbxrelay.store.sqlite.StoreLock;
 import io.vertx.core.DeploymentOptions;
 import io.vertx.core.Future;
@@ -105,6 +106,9 @@ public final class RelayServer implements AutoCloseable {
    */
   public static RelayServer start(RelayConfig config, Ed25519KeyPair relayKey, Options options) throws Exception {
     SqliteRelayStore.createStoreDir(options.storeDir());
+    for (String note : StoreFiles.secure(options.storeDir())) {
+      LOG.warn("store files [{}]", note);
+    }
     StoreLock lock = StoreLock.acquire(options.storeDir(), 60_000);
     Vertx vertx = null;
     RelayMetrics metrics = null;

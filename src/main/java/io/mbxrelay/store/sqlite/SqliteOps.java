@@ -6,12 +6,14 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.crypto.Fingerprint;
 import io.mbxrelay.store.RelayStore;
 import io.mbxrelay.store.StoreOpenException;
+import io.mbxrelay.store.StoreRefusedException;
 import io.mbxrelay.wire.IsoTime;
 import io.mbxrelay.wire.Json;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -129,6 +131,11 @@ public final class SqliteOps {
     if (!Files.isRegularFile(db(dir))) {
       throw new OpsException("NO_STORE", "no store at " + db(dir));
     }
+    try {
+      StoreFiles.secure(dir);
+    } catch (StoreRefusedException e) {
+      throw new OpsException("UNSAFE", e.getMessage(), e);
+    }
     try (StoreLock lock = lockOrRefuse(dir); Connection c = connect(db(dir), 5000)) {
       checkSchema(c, db(dir));
       String at = IsoTime.format(clock.millis());
@@ -183,17 +190,17 @@ public final class SqliteOps {
       throw new OpsException("NO_STORE", "no store at " + source);
     }
     Path target = file.toAbsolutePath();
-    if (Files.exists(target)) {
+    if (Files.exists(target, LinkOption.NOFOLLOW_LINKS)) {
       throw new OpsException("EXISTS", target + " already exists; backups never overwrite");
     }
     Path partial = target.resolveSibling(target.getFileName() + ".partial-" + ProcessHandle.current().pid());
     try {
       Path parent = target.getParent();
       if (!Files.isDirectory(parent)) {
-        Files.createDirectories(parent, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+        StoreFiles.ownerOnlyDir(parent);
       }
-      Files.deleteIfExists(partial);
-      Files.createFile(partial, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+      Files.deleteIfExists(partial); // a link there is removed, never followed
+      Files.createFile(partial, PosixFilePermissions.asFileAttribute(StoreFiles.OWNER_FILE));
     } catch (IOException e) {
       throw new OpsException("IO", "cannot create " + partial + ": " + e.getMessage(), e);
     }
@@ -202,9 +209,7 @@ public final class SqliteOps {
     try {
       try (Connection src = connect(source, 10_000)) {
         checkSchema(src, source);
-        try (Statement st = src.createStatement()) {
-          st.executeUpdate("backup to " + partial);
-        }
+        onlineBackup(src, partial);
       }
       // key order of wire.md §5: v,type,at,store,file,bytes,sha256,epoch,relay_fingerprint,schema_version,heartbeat,
       // counts,restore (bytes and sha256 are filled in once the file is in place)
@@ -255,6 +260,17 @@ public final class SqliteOps {
         // best effort
       }
       throw e;
+    }
+  }
+
+  /**
+   * SQLite's online backup API through the driver (issue 11 item 12: the path is passed as a value, never pasted into
+   * SQL, so any file name works, spaces and quotes included).
+   */
+  private static void onlineBackup(Connection src, Path dest) throws SQLException {
+    int rc = src.unwrap(org.sqlite.SQLiteConnection.class).getDatabase().backup("main", dest.toString(), null);
+    if (rc != org.sqlite.core.Codes.SQLITE_OK) {
+      throw new SQLException("SQLite backup to " + dest + " failed (result code " + rc + ")");
     }
   }
 
@@ -310,9 +326,12 @@ public final class SqliteOps {
     try {
       if (!lockHeld) {
         SqliteRelayStore.createStoreDir(dir);
+        StoreFiles.secure(dir);
         lock = lockOrRefuse(dir);
       }
       return restoreLocked(dir, backup, force, clock, hadLockFile || lockHeld);
+    } catch (StoreRefusedException e) {
+      throw new OpsException("UNSAFE", e.getMessage(), e);
     } catch (StoreOpenException e) {
       throw new OpsException("IO", e.getMessage(), e);
     } finally {
@@ -403,8 +422,7 @@ public final class SqliteOps {
     ObjectNode counts;
     try {
       Files.deleteIfExists(restoring);
-      Files.createFile(restoring, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
-      Files.copy(backup, restoring, StandardCopyOption.REPLACE_EXISTING);
+      StoreFiles.copyOwnerOnly(backup, restoring); // 0600 whatever the backup's mode (issue 11 item 11)
       try (Connection r = connect(restoring, 5000); Statement st = r.createStatement()) {
         st.execute("PRAGMA journal_mode=DELETE");
         int v = schemaVersion(r);
@@ -414,7 +432,10 @@ public final class SqliteOps {
           putMeta(r, "schema_version", Integer.toString(RelayStore.SCHEMA_VERSION));
         }
         if (currentReadable) {
-          st.execute("ATTACH DATABASE '" + live.toAbsolutePath().toString().replace("'", "''") + "' AS cur");
+          try (PreparedStatement attach = r.prepareStatement("ATTACH DATABASE ? AS cur")) {
+            attach.setString(1, live.toAbsolutePath().toString());
+            attach.execute();
+          }
           carry(r, carried);
         }
         putMeta(r, "epoch", to);
@@ -448,11 +469,7 @@ public final class SqliteOps {
     Path rollback = null;
     try {
       if (currentExists) {
-        Path rollbackDir = dir.resolve("rollback");
-        if (!Files.isDirectory(rollbackDir)) {
-          Files.createDirectories(rollbackDir,
-              PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
-        }
+        Path rollbackDir = StoreFiles.ownerOnlyDir(dir.resolve(StoreFiles.ROLLBACK_DIR)); // never a planted link
         rollback = rollbackDir.resolve("relay-" + at.replace(":", "").replace(".", "") + ".db");
         replaced = Json.MAPPER.createObjectNode().put("epoch", currentEpoch).put("rollback", rollback.toString())
             .put("sha256", sha256(live)).put("bytes", Files.size(live)).put("readable", currentReadable);

@@ -120,6 +120,7 @@ public final class SqliteRelayStore implements RelayStore {
     Objects.requireNonNull(relayPubkey);
     createStoreDir(storeDir);
     Path file = storeDir.resolve(SqliteSettings.DB_FILE);
+    StoreFiles.prepareDatabase(file); // no links, no empty relay.db, a new one 0600 (issue 10 item 4, 11 items 11-12)
     Connection conn;
     try {
       conn = DriverManager.getConnection(SqliteSettings.url(file), SqliteSettings.writer(busyTimeoutMs));
