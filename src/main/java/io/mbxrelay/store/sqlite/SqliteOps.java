@@ -218,12 +218,29 @@ public final class SqliteOps {
       receipt.putNull("bytes");
       receipt.putNull("sha256");
       try (Connection copy = connect(partial, 5000); Statement st = copy.createStatement()) {
-        st.execute("PRAGMA journal_mode=DELETE");
-        try (ResultSet rs = st.executeQuery("PRAGMA integrity_check")) {
-          String result = rs.next() ? rs.getString(1) : "";
-          if (!"ok".equals(result)) {
-            throw new OpsException("IO", "integrity check of the backup failed: " + result);
+        journalDelete(st.getConnection());
+        List<String> problems;
+        try {
+          problems = StoreIntegrity.integrityCheck(copy);
+        } catch (SQLException e) {
+          if (!StoreIntegrity.isCorruption(e)) {
+            throw e;
           }
+          problems = List.of(e.getMessage());
+        }
+        if (!problems.isEmpty()) {
+          throw new OpsException("CORRUPT", "integrity check of the backup failed (" + String.join("; ", problems)
+              + "); the backup was not written. " + StoreIntegrity.remedy(dir));
+        }
+        problems = StoreIntegrity.metadataProblems(copy);
+        if (!problems.isEmpty()) {
+          throw new OpsException("CORRUPT", "the store has invalid metadata (" + String.join("; ", problems)
+              + "); the backup was not written. " + StoreIntegrity.remedy(dir));
+        }
+        StoreIntegrity.HashReport hashes = StoreIntegrity.verifyHashes(copy, 10);
+        if (!hashes.ok()) {
+          throw new OpsException("CORRUPT", mismatch(hashes, "the store") + "; the backup was not written. "
+              + "Those items are damaged in the live store too. " + StoreIntegrity.remedy(dir));
         }
         String relayPub = meta(copy, "relay_pubkey");
         receipt.put("epoch", meta(copy, "epoch"));
@@ -272,6 +289,12 @@ public final class SqliteOps {
     if (rc != org.sqlite.core.Codes.SQLITE_OK) {
       throw new SQLException("SQLite backup to " + dest + " failed (result code " + rc + ")");
     }
+  }
+
+  private static String mismatch(StoreIntegrity.HashReport r, String where) {
+    return where + " has " + r.mismatched() + " item" + (r.mismatched() == 1 ? "" : "s") + " whose wire bytes do not"
+        + " match their wire_hash (" + String.join(", ", r.rows()) + (r.mismatched() > r.rows().size() ? ", …" : "")
+        + ")";
   }
 
   private static ObjectNode counts(Connection c) throws SQLException {
@@ -376,6 +399,10 @@ public final class SqliteOps {
     if (currentExists) {
       try (Connection c = connect(live, 5000)) {
         checkSchema(c, live);
+        List<String> damage = StoreIntegrity.quickCheck(c);
+        if (!damage.isEmpty()) {
+          throw new OpsException("NOT_A_STORE", live + " fails its integrity check (" + String.join("; ", damage) + ")");
+        }
         String currentRelay = meta(c, "relay_pubkey");
         if (currentRelay != null && backupRelay != null && !currentRelay.equals(backupRelay)) {
           throw new OpsException("OTHER_RELAY", "the backup belongs to another relay key ("
@@ -424,7 +451,8 @@ public final class SqliteOps {
       Files.deleteIfExists(restoring);
       StoreFiles.copyOwnerOnly(backup, restoring); // 0600 whatever the backup's mode (issue 11 item 11)
       try (Connection r = connect(restoring, 5000); Statement st = r.createStatement()) {
-        st.execute("PRAGMA journal_mode=DELETE");
+        journalDelete(st.getConnection());
+        verifyBackup(r, backup); // before anything is migrated, carried or swapped in (issue 10 items 1 and 6)
         int v = schemaVersion(r);
         st.execute("BEGIN IMMEDIATE");
         if (v < RelayStore.SCHEMA_VERSION) {
@@ -456,13 +484,13 @@ public final class SqliteOps {
           st.execute("DETACH DATABASE cur");
         }
       }
-    } catch (SQLException | IOException | RuntimeException e) {
+    } catch (SQLException | IOException | RuntimeException | OpsException e) {
       try {
         Files.deleteIfExists(restoring);
       } catch (IOException ignored) {
         // best effort
       }
-      throw new OpsException("IO", "restore failed: " + e.getMessage(), e);
+      throw e instanceof OpsException oe ? oe : new OpsException("IO", "restore failed: " + e.getMessage(), e);
     }
 
     ObjectNode replaced = null;
@@ -501,6 +529,105 @@ public final class SqliteOps {
       // the restore itself is complete; the printed receipt still has the rollback path
     }
     return done;
+  }
+
+  /** {@code journal_mode=DELETE} in its own statement: the pragma answers a row, which would keep a reused statement busy. */
+  private static void journalDelete(Connection c) throws SQLException {
+    try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("PRAGMA journal_mode=DELETE")) {
+      rs.next();
+    }
+  }
+
+  /** The backup copy passes integrity_check, its metadata validates and every item matches its wire_hash. */
+  private static void verifyBackup(Connection r, Path backup) throws SQLException, OpsException {
+    List<String> problems = new ArrayList<>();
+    try {
+      problems.addAll(StoreIntegrity.integrityCheck(r));
+      if (problems.isEmpty()) {
+        problems.addAll(StoreIntegrity.metadataProblems(r));
+      }
+      if (problems.isEmpty()) {
+        StoreIntegrity.HashReport hashes = StoreIntegrity.verifyHashes(r, 10);
+        if (!hashes.ok()) {
+          problems.add(mismatch(hashes, "it"));
+        }
+      }
+    } catch (SQLException e) {
+      if (!StoreIntegrity.isCorruption(e)) {
+        throw e;
+      }
+      problems.add(e.getMessage());
+    }
+    if (!problems.isEmpty()) {
+      throw new OpsException("CORRUPT", "the backup " + backup + " fails its check (" + String.join("; ", problems)
+          + "); nothing was changed. Restore an older backup (check it first: mbxrelay check --full --file FILE).");
+    }
+  }
+
+  // ---- check ----
+
+  /**
+   * {@code mbxrelay check} (issue 10 item 2): checks a store or backup file without writing to it (read-only
+   * connection, safe while the relay runs). Quick mode: {@code quick_check} and metadata; full mode:
+   * {@code integrity_check}, metadata and every item's wire hash.
+   *
+   * @param db the database file ({@code <store-dir>/relay.db} or a backup file)
+   * @param full run the full checks
+   * @param clock time source
+   * @return the {@code relay-check} receipt; {@code ok} tells the outcome
+   * @throws OpsException NO_STORE when there is no file; IO when it cannot be read at all
+   */
+  public static ObjectNode check(Path db, boolean full, Clock clock) throws OpsException {
+    if (!Files.isRegularFile(db)) {
+      throw new OpsException("NO_STORE", "no store at " + db);
+    }
+    long start = System.nanoTime();
+    ObjectNode receipt = Json.MAPPER.createObjectNode().put("v", 1).put("type", "relay-check")
+        .put("at", IsoTime.format(clock.millis())).put("file", db.toAbsolutePath().toString())
+        .put("mode", full ? "full" : "quick");
+    List<String> integrity;
+    List<String> metadata = List.of();
+    StoreIntegrity.HashReport hashes = null;
+    StoreIntegrity.prefetch(db);
+    org.sqlite.SQLiteConfig ro = new org.sqlite.SQLiteConfig();
+    ro.setReadOnly(true);
+    ro.setBusyTimeout(10_000);
+    try (Connection c = DriverManager.getConnection(SqliteSettings.url(db), ro.toProperties())) {
+      integrity = full ? StoreIntegrity.integrityCheck(c) : StoreIntegrity.quickCheck(c);
+      if (integrity.isEmpty()) {
+        boolean hasMeta;
+        try (Statement st = c.createStatement();
+            ResultSet rs = st.executeQuery("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'")) {
+          hasMeta = rs.next();
+        }
+        metadata = hasMeta ? StoreIntegrity.metadataProblems(c) : List.of("not a relay store (no meta table)");
+        if (full && metadata.isEmpty()) {
+          hashes = StoreIntegrity.verifyHashes(c, 100);
+        }
+      }
+    } catch (SQLException e) {
+      if (!StoreIntegrity.isCorruption(e)) {
+        throw new OpsException("IO", "cannot check " + db + ": " + e.getMessage(), e);
+      }
+      integrity = List.of(e.getMessage());
+    }
+    boolean ok = integrity.isEmpty() && metadata.isEmpty() && (hashes == null || hashes.ok());
+    receipt.put("ok", ok);
+    ArrayNode ip = receipt.putObject("integrity").put("check", full ? "integrity_check" : "quick_check")
+        .putArray("problems");
+    integrity.forEach(ip::add);
+    ArrayNode mp = receipt.putObject("metadata").putArray("problems");
+    metadata.forEach(mp::add);
+    if (hashes == null) {
+      receipt.putNull("items");
+    } else {
+      ObjectNode items = receipt.putObject("items").put("checked", hashes.items()).put("bytes", hashes.bytes())
+          .put("mismatched", hashes.mismatched());
+      ArrayNode rows = items.putArray("rows");
+      hashes.rows().forEach(rows::add);
+    }
+    receipt.put("took_ms", (System.nanoTime() - start) / 1_000_000);
+    return receipt;
   }
 
   private static ObjectNode receipt(Path dir, String at, ObjectNode backupInfo, ObjectNode replaced, String from,

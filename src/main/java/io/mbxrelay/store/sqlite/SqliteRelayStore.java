@@ -9,6 +9,7 @@ import io.mbxrelay.store.RelayStore;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.store.StoreException;
 import io.mbxrelay.store.StoreOpenException;
+import io.mbxrelay.store.StoreRefusedException;
 import io.mbxrelay.store.SweepCounts;
 import io.mbxrelay.wire.IsoTime;
 import java.io.IOException;
@@ -135,13 +136,15 @@ public final class SqliteRelayStore implements RelayStore {
         st.execute("PRAGMA synchronous=FULL");
         st.execute("PRAGMA foreign_keys=ON");
       }
+      StoreIntegrity.requireQuickCheck(conn, file); // a damaged store is refused, never served (issue 10 item 2)
       SqliteRelayStore store = new SqliteRelayStore(file, conn, clock, limits, relayPubkey, null);
       store.openReport = store.initialise(heartbeatStaleMs);
       return store;
     } catch (SQLException e) {
       closeQuietly(conn);
       if (e instanceof SQLiteException se && se.getResultCode() == SQLiteErrorCode.SQLITE_NOTADB) {
-        throw new StoreOpenException(file + " is not a relay store (not an SQLite database)", e);
+        throw new StoreRefusedException(file + " is not a relay store (not an SQLite database): "
+            + StoreIntegrity.remedy(file.getParent()), e);
       }
       throw new StoreOpenException("cannot open the store " + file + ": " + e.getMessage(), e);
     } catch (StoreOpenException | RuntimeException e) {
@@ -204,7 +207,7 @@ public final class SqliteRelayStore implements RelayStore {
       String previous = null;
       if (!hasMeta) {
         if (tableExists("items") || tableExists("enrolments")) {
-          throw new StoreOpenException(file + " is not a relay store (tables without meta)");
+          throw new StoreRefusedException(file + " is not a relay store (tables without meta)");
         }
         try (Statement st = conn.createStatement()) {
           for (String ddl : Schema.CURRENT) {
@@ -225,12 +228,13 @@ public final class SqliteRelayStore implements RelayStore {
           v = -1;
         }
         if (v < 1) {
-          throw new StoreOpenException(file + " is not a relay store (no schema version)");
+          throw new StoreRefusedException(file + " is not a relay store (no valid schema version)");
         }
         if (v > SCHEMA_VERSION) {
-          throw new StoreOpenException("the store schema version " + v + " is newer than this binary supports ("
+          throw new StoreRefusedException("the store schema version " + v + " is newer than this binary supports ("
               + SCHEMA_VERSION + "); run a newer mbxrelay or restore a backup made by this version");
         }
+        StoreIntegrity.requireValidMetadata(conn, file); // refuse, never rewrite, bad meta (issue 10 item 5)
         if (v < SCHEMA_VERSION) {
           Migrations.migrate(conn, v);
           putMeta("schema_version", Integer.toString(SCHEMA_VERSION));
@@ -239,7 +243,7 @@ public final class SqliteRelayStore implements RelayStore {
         if (pinned == null) {
           putMeta("relay_pubkey", relayPubkey);
         } else if (!pinned.equals(relayPubkey)) {
-          throw new StoreOpenException("this store belongs to another relay key (store pins "
+          throw new StoreRefusedException("this store belongs to another relay key (store pins "
               + io.mbxrelay.crypto.Fingerprint.ofB64(pinned) + "); refusing to open it with relay key "
               + io.mbxrelay.crypto.Fingerprint.ofB64(relayPubkey));
         }
