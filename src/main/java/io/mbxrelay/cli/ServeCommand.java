@@ -62,6 +62,11 @@ public final class ServeCommand implements Callable<Integer> {
       + " Without it the relay refuses such a dir. Never replaces an existing store.")
   boolean newStore;
 
+  @Option(names = "--accept-clock", description = "Take the wall clock as right at start even when it is further than"
+      + " timers.maxClockStepMs from the store's clock watermark (after checking the time); otherwise expiry and"
+      + " dedup pruning start paused.")
+  boolean acceptClock;
+
   @Override
   public Integer call() {
     Map<String, String> env = System.getenv();
@@ -109,7 +114,7 @@ public final class ServeCommand implements Callable<Integer> {
           .ifPresent(note -> System.err.println("[mbxrelay] " + note));
       key = RelayKeys.loadOrCreate(dir, env.get("MBX_RELAY_KEY"));
       server = RelayServer.start(cfg, key, new RelayServer.Options(listenPort, bind == null ? "0.0.0.0" : bind, dir,
-          mode, crash, Clock.systemUTC()));
+          mode, crash, Clock.systemUTC(), run -> {}, (c, n, f) -> {}, acceptClock));
     } catch (StoreRefusedException e) {
       System.err.println("[mbxrelay] store refused: " + e.getMessage());
       return EXIT_STORE_REFUSED;

@@ -250,6 +250,7 @@ public final class ConfigLoader {
     range(v, "timers.sweepIntervalMs", t.sweepIntervalMs(), 1000, 86_400_000L);
     range(v, "timers.sweepBatchRows", t.sweepBatchRows(), 1, 100_000);
     range(v, "timers.sweepMaxBatches", t.sweepMaxBatches(), 1, 10_000);
+    range(v, "timers.maxClockStepMs", t.maxClockStepMs(), 60_000, 86_400_000L * 30);
     if (t.heartbeatStaleMs() <= t.heartbeatMs() * 2) {
       v.add("timers.heartbeatStaleMs must be more than twice timers.heartbeatMs");
     }

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.metrics.RelayMetrics;
+import io.mbxrelay.store.ClockGuard;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.wire.Json;
 import io.vertx.core.Future;
@@ -39,6 +40,10 @@ import org.slf4j.LoggerFactory;
  * transaction committed (the store took a page write) and answered within {@code admin.readyTimeoutMs}, no probe is
  * outstanding for longer than that bound, and the read pool answers. Bodies name checks, never keys or data.
  *
+ * <p>Store clock ({@link ClockGuard}, issue 10 item 7): {@code GET /clock} shows whether expiry and dedup pruning are
+ * paused after a wall-clock step; {@code POST /clock/resume} is the operator's acceptance of the wall clock
+ * ({@code mbxrelay clock resume}).
+ *
  * <p>Threading: an event-loop verticle; the readiness fields are volatile because the {@code mbxrelay_ready} gauge
  * reads them on the scrape thread.
  */
@@ -56,18 +61,22 @@ public final class AdminVerticle extends VerticleBase {
   private volatile long lastProbeNanos;
   private volatile String lastFailure;
   private volatile int actualPort = -1;
+  private final ClockGuard clock;
 
   /**
    * @param services shared services (config, store client, read store, metrics)
    * @param writer the writer (fail-stop flag)
    * @param loops the HTTP verticle instances whose event loops {@code /health} checks
+   * @param clock the store's clock guard ({@code GET /clock}, {@code POST /clock/resume})
    */
-  public AdminVerticle(RelayServices services, StoreWriterVerticle writer, List<HttpVerticle> loops) {
+  public AdminVerticle(RelayServices services, StoreWriterVerticle writer, List<HttpVerticle> loops,
+      ClockGuard clock) {
     this.services = Objects.requireNonNull(services);
     this.writer = Objects.requireNonNull(writer);
     this.loops = List.copyOf(loops);
     this.config = services.config().admin();
     this.metrics = services.metrics();
+    this.clock = Objects.requireNonNull(clock);
   }
 
   /** The admin port actually bound, after start. */
@@ -82,6 +91,8 @@ public final class AdminVerticle extends VerticleBase {
     r.get("/metrics").handler(PrometheusScrapingHandler.create(metrics.registry()));
     r.get("/health").handler(this::health);
     r.get("/ready").handler(this::ready);
+    r.get("/clock").handler(ctx -> answer(ctx, 200, clockBody(clock.status())));
+    r.post("/clock/resume").handler(this::resumeClock);
     probe(0L);
     scan(0L);
     vertx.setPeriodic(config.probeIntervalMs(), this::probe);
@@ -202,6 +213,50 @@ public final class AdminVerticle extends VerticleBase {
       }
       answer(ctx, failing.isEmpty() ? 200 : 503, body);
     });
+  }
+
+  /**
+   * {@code POST /clock/resume}: the operator accepts the wall clock after a step (issue 10 item 7). With
+   * {@code admin.token} set it needs {@code Authorization: Bearer <token>}; without one, only a loopback caller may
+   * resume (the admin port may be bound to a private network).
+   */
+  private void resumeClock(RoutingContext ctx) {
+    String token = config.token();
+    boolean allowed;
+    if (token != null && !token.isEmpty()) {
+      String auth = ctx.request().getHeader("authorization");
+      allowed = auth != null && java.security.MessageDigest.isEqual(
+          ("Bearer " + token).getBytes(java.nio.charset.StandardCharsets.UTF_8),
+          auth.trim().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    } else {
+      io.vertx.core.net.SocketAddress peer = ctx.request().remoteAddress();
+      allowed = peer != null && peer.host() != null && isLoopback(peer.host());
+    }
+    if (!allowed) {
+      answer(ctx, 403, Json.MAPPER.createObjectNode().put("error", token != null && !token.isEmpty()
+          ? "admin token required" : "only a loopback caller may resume the clock when admin.token is unset"));
+      return;
+    }
+    answer(ctx, 200, clockBody(clock.resume("operator")));
+  }
+
+  private static boolean isLoopback(String host) {
+    try {
+      return java.net.InetAddress.getByName(host).isLoopbackAddress(); // a literal address: no lookup
+    } catch (java.net.UnknownHostException e) {
+      return false;
+    }
+  }
+
+  private static ObjectNode clockBody(ClockGuard.Status st) {
+    ObjectNode body = Json.MAPPER.createObjectNode();
+    body.put("paused", st.paused());
+    body.put("reason", st.reason());
+    body.put("step_ms", st.stepMs());
+    body.put("trusted", io.mbxrelay.wire.IsoTime.format(st.trustedMs()));
+    body.put("wall", io.mbxrelay.wire.IsoTime.format(st.wallMs()));
+    body.put("steps", st.steps());
+    return body;
   }
 
   private static void answer(RoutingContext ctx, int status, ObjectNode body) {

@@ -700,6 +700,35 @@ public final class SqliteOps {
     }
   }
 
+  /**
+   * The store's clock watermark: its last heartbeat (wire.md §5 {@code meta.heartbeat}, written with the guarded
+   * store clock), read without writing anything (read-only connection, no file created), for the
+   * {@link io.mbxrelay.store.ClockGuard} built before the store opens.
+   *
+   * @param dir store directory
+   * @return ms since the epoch; empty when there is no store yet or the value cannot be read (the open then decides)
+   */
+  public static java.util.OptionalLong watermark(Path dir) {
+    Path db = db(dir);
+    try {
+      if (!Files.isRegularFile(db, LinkOption.NOFOLLOW_LINKS) || Files.size(db) == 0) {
+        return java.util.OptionalLong.empty();
+      }
+    } catch (IOException e) {
+      return java.util.OptionalLong.empty();
+    }
+    org.sqlite.SQLiteConfig ro = new org.sqlite.SQLiteConfig();
+    ro.setReadOnly(true);
+    ro.setBusyTimeout(5000);
+    try (Connection c = DriverManager.getConnection(SqliteSettings.url(db), ro.toProperties())) {
+      String hb = schemaVersion(c) < 1 ? null : meta(c, "heartbeat");
+      return hb == null || !hb.matches("[0-9]{1,15}") ? java.util.OptionalLong.empty()
+          : java.util.OptionalLong.of(Long.parseLong(hb));
+    } catch (SQLException | RuntimeException e) {
+      return java.util.OptionalLong.empty();
+    }
+  }
+
   // ---- log ----
 
   /**

@@ -265,8 +265,9 @@ public final class SqliteRelayStore implements RelayStore {
           } catch (NumberFormatException e) {
             beat = Long.MIN_VALUE;
           }
-          if (beat == Long.MIN_VALUE || Math.abs(now - beat) > heartbeatStaleMs) {
-            rotatedReason = beat > now ? "heartbeat in the future" : "stale heartbeat";
+          long wallNow = io.mbxrelay.store.ClockGuard.wallMillis(clock); // the outside world's time, not guarded
+          if (beat == Long.MIN_VALUE || Math.abs(wallNow - beat) > heartbeatStaleMs) {
+            rotatedReason = beat > wallNow ? "heartbeat in the future" : "stale heartbeat";
             previous = meta("epoch").orElseThrow();
             String next = UUID.randomUUID().toString();
             putMeta("epoch", next);
