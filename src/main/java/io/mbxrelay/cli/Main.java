@@ -6,12 +6,15 @@ import picocli.CommandLine.Command;
 /**
  * {@code mbxrelay}: the relay server and its operator and host commands (wire.md §5 "CLI", §6).
  *
- * <p>Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error.
+ * <p>Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error, 3 the store was refused or failed its
+ * check ({@code serve}, {@code check}: damaged, empty or missing where a store lived, invalid metadata, unsafe files;
+ * the message names the file and the remedy).
  */
 @Command(name = "mbxrelay", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
     description = "Durable, content-blind store-and-forward relay for AgentMBX hosts.",
     subcommands = {ServeCommand.class, KeygenCommand.class, OpsCommands.RotateEpoch.class, OpsCommands.Backup.class,
-        OpsCommands.Restore.class, OpsCommands.Log.class, DenyCommand.class, HostCommand.class, HealthcheckCommand.class,
+        OpsCommands.Restore.class, OpsCommands.Check.class, OpsCommands.Log.class, DenyCommand.class, ClockCommand.class, HostCommand.class,
+        HealthcheckCommand.class,
         CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
 

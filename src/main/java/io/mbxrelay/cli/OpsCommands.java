@@ -106,6 +106,41 @@ final class OpsCommands {
     }
   }
 
+  /**
+   * {@code mbxrelay check [--full] [--store-dir DIR | --file FILE]} (issue 10 item 2): checks a store (or a backup
+   * file) without writing to it; safe while the relay runs. Exit 0 when it passes, 3 when it fails (the receipt lists
+   * every problem), 1 when it cannot run (no store, unreadable), 2 on usage errors.
+   */
+  @Command(name = "check", mixinStandardHelpOptions = true,
+      description = "Check a store (or a backup file) without writing to it: quick_check and metadata; with --full,"
+          + " integrity_check, metadata and every item's wire hash. Safe while the relay runs."
+          + " Exit 0 passed, 3 failed, 1 could not check, 2 usage.")
+  static final class Check extends StoreDirOption implements Callable<Integer> {
+    @Option(names = "--full", description = "integrity_check plus every item's wire bytes against its wire_hash.")
+    boolean full;
+
+    @Option(names = "--file", description = "Check this database file (e.g. a backup) instead of <store-dir>/relay.db.")
+    Path file;
+
+    @Override
+    public Integer call() {
+      Path db = file != null ? file : dir().resolve(io.mbxrelay.store.sqlite.SqliteSettings.DB_FILE);
+      try {
+        ObjectNode r = SqliteOps.check(db, full, Clock.systemUTC());
+        String what = (full ? "integrity_check" : "quick_check") + ", metadata"
+            + (r.get("items").isNull() ? "" : ", " + r.get("items").get("checked").asLong() + " items' wire hashes");
+        if (r.get("ok").asBoolean()) {
+          return print(r, "check passed (" + what + ") in " + r.get("took_ms").asLong() + " ms: " + db);
+        }
+        print(r, "check FAILED (" + what + "): " + db + " is damaged; see the problems above. Keep the files, restore"
+            + " the latest backup that passes 'mbxrelay check --full --file BACKUP' (docs/operations.md \"Store refused\")");
+        return io.mbxrelay.cli.ServeCommand.EXIT_STORE_REFUSED;
+      } catch (OpsException e) {
+        return refused(e);
+      }
+    }
+  }
+
   /** {@code mbxrelay log [--json] [--limit N]}. */
   @Command(name = "log", mixinStandardHelpOptions = true, description = "Show the relay's ops log (last 1,000 kept).")
   static final class Log extends StoreDirOption implements Callable<Integer> {

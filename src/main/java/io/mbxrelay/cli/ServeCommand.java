@@ -10,9 +10,11 @@ import io.mbxrelay.crypto.RelayKeys;
 import io.mbxrelay.server.CrashPoint;
 import io.mbxrelay.server.RelayServer;
 import io.mbxrelay.store.StoreOpenException;
+import io.mbxrelay.store.StoreRefusedException;
 import io.mbxrelay.store.sqlite.OpsException;
 import io.mbxrelay.store.sqlite.SqliteOps;
 import io.mbxrelay.store.sqlite.SqliteRelayStore;
+import io.mbxrelay.store.sqlite.StoreFiles;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.Map;
@@ -33,6 +35,12 @@ import picocli.CommandLine.Option;
 public final class ServeCommand implements Callable<Integer> {
   private static final Logger LOG = LoggerFactory.getLogger(ServeCommand.class);
 
+  /**
+   * Exit status when the store is refused (damaged, missing or empty where a store lived, invalid metadata, unsafe
+   * files): restarting does not help, the message names the remedy (issue 10 items 2, 4, 5).
+   */
+  public static final int EXIT_STORE_REFUSED = 3;
+
   @Option(names = "--port", description = "Listen port (default: $PORT or 7374; 0 = any free port).")
   Integer port;
 
@@ -48,6 +56,16 @@ public final class ServeCommand implements Callable<Integer> {
 
   @Option(names = "--config", description = "Operator configuration file (default: $MBX_RELAY_CONFIG; shape of conf/relay.json).")
   Path config;
+
+  @Option(names = "--new-store", description = "Start a new, empty store where relay.db is missing or empty although a"
+      + " store lived in the dir (relay.lock, WAL files or rollback/ remain); the remains are moved to lost-<time>/."
+      + " Without it the relay refuses such a dir. Never replaces an existing store.")
+  boolean newStore;
+
+  @Option(names = "--accept-clock", description = "Take the wall clock as right at start even when it is further than"
+      + " timers.maxClockStepMs from the store's clock watermark (after checking the time); otherwise expiry and"
+      + " dedup pruning start paused.")
+  boolean acceptClock;
 
   @Override
   public Integer call() {
@@ -87,10 +105,19 @@ public final class ServeCommand implements Callable<Integer> {
     RelayServer server;
     try {
       SqliteRelayStore.createStoreDir(dir);
+      for (String note : StoreFiles.secure(dir)) {
+        System.err.println("[mbxrelay] " + note);
+      }
       restoreFromEnv(dir, env.get("MBX_RELAY_RESTORE_FROM"));
+      // before the key or the lock is created: a dir that held a store never silently becomes a new one
+      StoreFiles.refuseLostStore(dir, newStore, System.currentTimeMillis())
+          .ifPresent(note -> System.err.println("[mbxrelay] " + note));
       key = RelayKeys.loadOrCreate(dir, env.get("MBX_RELAY_KEY"));
       server = RelayServer.start(cfg, key, new RelayServer.Options(listenPort, bind == null ? "0.0.0.0" : bind, dir,
-          mode, crash, Clock.systemUTC()));
+          mode, crash, Clock.systemUTC(), run -> {}, (c, n, f) -> {}, acceptClock));
+    } catch (StoreRefusedException e) {
+      System.err.println("[mbxrelay] store refused: " + e.getMessage());
+      return EXIT_STORE_REFUSED;
     } catch (RelayKeyException | StoreOpenException e) {
       System.err.println("[mbxrelay] " + e.getMessage());
       return 1;

@@ -237,6 +237,7 @@ public final class ConfigLoader {
     range(v, "limits.maxPerName", l.maxPerName(), 1, 1000);
     range(v, "limits.maxSenders", l.maxSenders(), 1, 100_000);
     range(v, "limits.hopWindowMs", l.hopWindowMs(), 1000, 3_600_000);
+    validateDeadlines(c, v);
     if (l.maxItemBytes() > c.http().maxBodyBytes()) {
       v.add("limits.maxItemBytes must not exceed http.maxBodyBytes");
     }
@@ -252,6 +253,7 @@ public final class ConfigLoader {
     range(v, "timers.sweepIntervalMs", t.sweepIntervalMs(), 1000, 86_400_000L);
     range(v, "timers.sweepBatchRows", t.sweepBatchRows(), 1, 100_000);
     range(v, "timers.sweepMaxBatches", t.sweepMaxBatches(), 1, 10_000);
+    range(v, "timers.maxClockStepMs", t.maxClockStepMs(), 60_000, 86_400_000L * 30);
     if (t.heartbeatStaleMs() <= t.heartbeatMs() * 2) {
       v.add("timers.heartbeatStaleMs must be more than twice timers.heartbeatMs");
     }
@@ -268,6 +270,31 @@ public final class ConfigLoader {
     }
     validateTrust(c, v);
     return v;
+  }
+
+  /**
+   * Least time between the writer's deadline and every HTTP timeout, ms: room for the hop check before the write and
+   * the answer after it, so a request that waited the whole writer deadline still gets its 503 before an HTTP timer
+   * closes the connection (issue 10 item 11).
+   */
+  public static final long ANSWER_MARGIN_MS = 2000;
+
+  /**
+   * Every request gets an answer: the writer's deadline ({@code store.writerTimeoutMs}, after which the caller answers
+   * 503 "outcome unknown") ends at least {@link #ANSWER_MARGIN_MS} before the connection's idle timer and the request
+   * timer could close the connection without an answer.
+   */
+  private static void validateDeadlines(RelayConfig c, List<String> v) {
+    long writer = c.store().writerTimeoutMs();
+    if (writer + ANSWER_MARGIN_MS > c.http().idleTimeoutMs()) {
+      v.add("store.writerTimeoutMs (" + writer + ") must be at least " + ANSWER_MARGIN_MS
+          + " ms shorter than http.idleTimeoutMs (" + c.http().idleTimeoutMs()
+          + "), or a request waiting for the writer loses its connection before its answer");
+    }
+    if (writer + ANSWER_MARGIN_MS > c.http().requestTimeoutMs()) {
+      v.add("store.writerTimeoutMs (" + writer + ") must be at least " + ANSWER_MARGIN_MS
+          + " ms shorter than http.requestTimeoutMs (" + c.http().requestTimeoutMs() + ")");
+    }
   }
 
   /** Account-token, replay-cache and admin settings (issue 3). */

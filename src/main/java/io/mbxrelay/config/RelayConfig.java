@@ -123,8 +123,12 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    * @param sweepIntervalMs expiry sweep interval (a sweep also runs at start)
    * @param sweepBatchRows most expired rows per sweep transaction
    * @param sweepMaxBatches most sweep transactions per run
+   * @param maxClockStepMs largest wall-clock step (either way, against the monotonic clock and the store's clock
+   *     watermark) taken as time passing; a larger one pauses expiry and dedup pruning (issue 10 item 7,
+   *     {@code io.mbxrelay.store.ClockGuard})
    */
-  public record Timers(long heartbeatMs, long heartbeatStaleMs, long sweepIntervalMs, int sweepBatchRows, int sweepMaxBatches) {}
+  public record Timers(long heartbeatMs, long heartbeatStaleMs, long sweepIntervalMs, int sweepBatchRows, int sweepMaxBatches,
+      long maxClockStepMs) {}
 
   /**
    * Enrolment authority selection (seed 000 §8) and the account-token settings ({@code docs/account-tokens.md}).

@@ -134,6 +134,12 @@ public final class RelayMetrics implements AutoCloseable {
   public static final String REPLAY_CACHE_EVICTED = "mbxrelay.replay.cache.evicted";
   /** Gauge: age of the JWKS snapshot, seconds (0 until the JWKS authority exists). */
   public static final String JWKS_AGE = "mbxrelay.jwks.age.seconds";
+  /** 1 while expiry and dedup pruning are paused after a wall-clock step (issue 10 item 7). */
+  public static final String CLOCK_PAUSED = "mbxrelay.clock.paused";
+  /** Wall clock minus the store's trusted time at the latest reading, seconds (positive: the wall clock is ahead). */
+  public static final String CLOCK_STEP = "mbxrelay.clock.step.seconds";
+  /** Wall-clock steps larger than {@code timers.maxClockStepMs} detected since start. */
+  public static final String CLOCK_STEPS = "mbxrelay.clock.steps";
   /** Counter, label {@code outcome} ({@link Outcome#OK}, {@link Outcome#FAILED}): JWKS refreshes. */
   public static final String JWKS_REFRESHES = "mbxrelay.jwks.refreshes";
 
@@ -446,6 +452,24 @@ public final class RelayMetrics implements AutoCloseable {
   }
 
   // ---- readiness and queue scan ----
+
+  /**
+   * Binds the store clock guard's meters (issue 10 item 7). The supplier reads the clocks again; it is held here
+   * because Micrometer keeps only weak references.
+   *
+   * @param status the guard's status
+   */
+  public void bindClock(java.util.function.Supplier<io.mbxrelay.store.ClockGuard.Status> status) {
+    this.clockStatus = Objects.requireNonNull(status);
+    Gauge.builder(CLOCK_PAUSED, this, m -> m.clockStatus.get().paused() ? 1 : 0)
+        .description("1 while expiry and dedup pruning are paused after a wall-clock step").register(registry);
+    Gauge.builder(CLOCK_STEP, this, m -> m.clockStatus.get().stepMs() / 1000.0)
+        .description("wall clock minus the store's trusted time, seconds").register(registry);
+    io.micrometer.core.instrument.FunctionCounter.builder(CLOCK_STEPS, this, m -> m.clockStatus.get().steps())
+        .description("wall-clock steps beyond timers.maxClockStepMs detected").register(registry);
+  }
+
+  private java.util.function.Supplier<io.mbxrelay.store.ClockGuard.Status> clockStatus;
 
   /**
    * Binds the readiness gauge.

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.metrics.RelayMetrics;
+import io.mbxrelay.store.ClockGuard;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.wire.Json;
 import io.vertx.core.Future;
@@ -28,15 +29,20 @@ import org.slf4j.LoggerFactory;
  * own address and port ({@code admin.bind}, {@code admin.port}), never on the relay port, so the relay port keeps
  * exactly the wire contract.
  *
- * <p>It also owns two timers: the readiness probe (a {@link StoreCommand.Probe} transaction through
- * {@link StoreClient} every {@code admin.probeIntervalMs}, at most one outstanding) and the queue scan (queue gauges
- * from one read on the read pool every {@code admin.queueScanIntervalMs}).
+ * <p>It also owns two timers: the readiness probe (a {@link StoreCommand.Probe} through {@link StoreClient} every
+ * {@code admin.probeIntervalMs}, at most one outstanding; the writer answers it on its thread by taking the write lock
+ * and rolling back, so a probe commits and writes nothing: issue 10 item 14) and the queue scan (queue gauges from one
+ * read on the read pool every {@code admin.queueScanIntervalMs}).
  *
  * <p>Liveness ({@code /health}, 200 {@code {"status":"up"}} or 503): every HTTP verticle's event loop ran a task
  * within {@code admin.readyTimeoutMs}. Readiness ({@code /ready}, 200 {@code {"ready":true}} or 503
  * {@code {"ready":false,"failing":[…]}}): the writer is not fail-stopped, the epoch is loaded, the last probe
  * transaction committed (the store took a page write) and answered within {@code admin.readyTimeoutMs}, no probe is
  * outstanding for longer than that bound, and the read pool answers. Bodies name checks, never keys or data.
+ *
+ * <p>Store clock ({@link ClockGuard}, issue 10 item 7): {@code GET /clock} shows whether expiry and dedup pruning are
+ * paused after a wall-clock step; {@code POST /clock/resume} is the operator's acceptance of the wall clock
+ * ({@code mbxrelay clock resume}).
  *
  * <p>Threading: an event-loop verticle; the readiness fields are volatile because the {@code mbxrelay_ready} gauge
  * reads them on the scrape thread.
@@ -55,18 +61,22 @@ public final class AdminVerticle extends VerticleBase {
   private volatile long lastProbeNanos;
   private volatile String lastFailure;
   private volatile int actualPort = -1;
+  private final ClockGuard clock;
 
   /**
    * @param services shared services (config, store client, read store, metrics)
    * @param writer the writer (fail-stop flag)
    * @param loops the HTTP verticle instances whose event loops {@code /health} checks
+   * @param clock the store's clock guard ({@code GET /clock}, {@code POST /clock/resume})
    */
-  public AdminVerticle(RelayServices services, StoreWriterVerticle writer, List<HttpVerticle> loops) {
+  public AdminVerticle(RelayServices services, StoreWriterVerticle writer, List<HttpVerticle> loops,
+      ClockGuard clock) {
     this.services = Objects.requireNonNull(services);
     this.writer = Objects.requireNonNull(writer);
     this.loops = List.copyOf(loops);
     this.config = services.config().admin();
     this.metrics = services.metrics();
+    this.clock = Objects.requireNonNull(clock);
   }
 
   /** The admin port actually bound, after start. */
@@ -81,6 +91,8 @@ public final class AdminVerticle extends VerticleBase {
     r.get("/metrics").handler(PrometheusScrapingHandler.create(metrics.registry()));
     r.get("/health").handler(this::health);
     r.get("/ready").handler(this::ready);
+    r.get("/clock").handler(ctx -> answer(ctx, 200, clockBody(clock.status())));
+    r.post("/clock/resume").handler(this::resumeClock);
     probe(0L);
     scan(0L);
     vertx.setPeriodic(config.probeIntervalMs(), this::probe);
@@ -92,13 +104,24 @@ public final class AdminVerticle extends VerticleBase {
     return server.listen(config.port(), config.bind()).onSuccess(s -> actualPort = s.actualPort());
   }
 
-  private void probe(Long timer) {
+  /**
+   * Sends one readiness probe now (tests), on this verticle's context.
+   *
+   * @return completes when the probe was answered (or at once when one is outstanding)
+   */
+  Future<Void> probeNow() {
+    io.vertx.core.Promise<Void> p = io.vertx.core.Promise.promise();
+    context.runOnContext(v -> probe(null).onComplete(ar -> p.complete()));
+    return p.future();
+  }
+
+  private Future<Boolean> probe(Long timer) {
     if (probeSentAt >= 0) {
-      return; // one outstanding probe at most: a stalled writer is not fed a probe per tick
+      return Future.succeededFuture(false); // one outstanding probe at most: a stalled writer is not fed one per tick
     }
     long sent = System.nanoTime();
     probeSentAt = sent;
-    services.writes().send(new StoreCommand.Probe()).onComplete(ar -> {
+    return services.writes().send(new StoreCommand.Probe()).onComplete(ar -> {
       long took = System.nanoTime() - sent;
       metrics.readyProbe(took);
       lastProbeNanos = took;
@@ -190,6 +213,50 @@ public final class AdminVerticle extends VerticleBase {
       }
       answer(ctx, failing.isEmpty() ? 200 : 503, body);
     });
+  }
+
+  /**
+   * {@code POST /clock/resume}: the operator accepts the wall clock after a step (issue 10 item 7). With
+   * {@code admin.token} set it needs {@code Authorization: Bearer <token>}; without one, only a loopback caller may
+   * resume (the admin port may be bound to a private network).
+   */
+  private void resumeClock(RoutingContext ctx) {
+    String token = config.token();
+    boolean allowed;
+    if (token != null && !token.isEmpty()) {
+      String auth = ctx.request().getHeader("authorization");
+      allowed = auth != null && java.security.MessageDigest.isEqual(
+          ("Bearer " + token).getBytes(java.nio.charset.StandardCharsets.UTF_8),
+          auth.trim().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    } else {
+      io.vertx.core.net.SocketAddress peer = ctx.request().remoteAddress();
+      allowed = peer != null && peer.host() != null && isLoopback(peer.host());
+    }
+    if (!allowed) {
+      answer(ctx, 403, Json.MAPPER.createObjectNode().put("error", token != null && !token.isEmpty()
+          ? "admin token required" : "only a loopback caller may resume the clock when admin.token is unset"));
+      return;
+    }
+    answer(ctx, 200, clockBody(clock.resume("operator")));
+  }
+
+  private static boolean isLoopback(String host) {
+    try {
+      return java.net.InetAddress.getByName(host).isLoopbackAddress(); // a literal address: no lookup
+    } catch (java.net.UnknownHostException e) {
+      return false;
+    }
+  }
+
+  private static ObjectNode clockBody(ClockGuard.Status st) {
+    ObjectNode body = Json.MAPPER.createObjectNode();
+    body.put("paused", st.paused());
+    body.put("reason", st.reason());
+    body.put("step_ms", st.stepMs());
+    body.put("trusted", io.mbxrelay.wire.IsoTime.format(st.trustedMs()));
+    body.put("wall", io.mbxrelay.wire.IsoTime.format(st.wallMs()));
+    body.put("steps", st.steps());
+    return body;
   }
 
   private static void answer(RoutingContext ctx, int status, ObjectNode body) {

@@ -2,13 +2,13 @@ package io.mbxrelay.server;
 
 import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.crypto.Ed25519KeyPair;
+import io.mbxrelay.store.ClockGuard;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.store.SweepCounts;
 import io.mbxrelay.wire.IsoTime;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.VerticleBase;
-import java.time.Clock;
 import java.util.Objects;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -19,10 +19,12 @@ import org.slf4j.LoggerFactory;
  * Each run sends at most {@code sweepMaxBatches} bounded {@link StoreCommand.SweepBatch} transactions of at most
  * {@code sweepBatchRows} rows to the writer, one after the other, so pushes queue between batches and never wait
  * for a whole sweep; then prunes dedup rows past the horizon (retention + 7 days) in bounded transactions; then, if
- * anything happened, logs a {@code relay-sweep} ops entry.
+ * anything happened, logs a {@code relay-sweep} ops entry. While the store clock is paused after a wall-clock step
+ * ({@link ClockGuard#expiryPaused()}) a run deletes and prunes nothing.
  */
 public final class ExpirySweepVerticle extends VerticleBase {
   private static final Logger LOG = LoggerFactory.getLogger(ExpirySweepVerticle.class);
+  private static final RateLimitedLogger PAUSED = new RateLimitedLogger(LOG);
 
   /**
    * One run's totals.
@@ -30,13 +32,14 @@ public final class ExpirySweepVerticle extends VerticleBase {
    * @param counts item and notice counts
    * @param dedupPruned tombstones pruned
    * @param batches sweep transactions used
+   * @param paused the run did nothing because the store clock is paused after a wall-clock step (issue 10 item 7)
    */
-  public record Run(SweepCounts counts, int dedupPruned, int batches) {}
+  public record Run(SweepCounts counts, int dedupPruned, int batches, boolean paused) {}
 
   private final StoreClient writes;
   private final RelayConfig config;
   private final Ed25519KeyPair relayKey;
-  private final Clock clock;
+  private final ClockGuard clock;
   private final Consumer<Run> onRun;
   private long timer = -1;
   private Future<Run> current;
@@ -45,10 +48,10 @@ public final class ExpirySweepVerticle extends VerticleBase {
    * @param writes writer facade
    * @param config configuration (timers, retention)
    * @param relayKey signs expiry notices
-   * @param clock time source (tests inject one)
+   * @param clock the store's guarded time: sweeps use it, and skip everything while it is paused
    * @param onRun observer of each completed run (metrics, tests)
    */
-  public ExpirySweepVerticle(StoreClient writes, RelayConfig config, Ed25519KeyPair relayKey, Clock clock,
+  public ExpirySweepVerticle(StoreClient writes, RelayConfig config, Ed25519KeyPair relayKey, ClockGuard clock,
       Consumer<Run> onRun) {
     this.writes = Objects.requireNonNull(writes);
     this.config = Objects.requireNonNull(config);
@@ -90,7 +93,15 @@ public final class ExpirySweepVerticle extends VerticleBase {
     if (current != null) {
       return current;
     }
-    long now = clock.millis();
+    if (clock.expiryPaused()) {
+      // A wall-clock step: expiring and pruning by it could delete every queue and every tombstone at once. Wait
+      // until the clock agrees again or an operator accepts it (ClockGuard, issue 10 item 7).
+      PAUSED.warn("paused", "expiry sweep skipped: the store clock is paused [reason: {}]", clock.status().reason());
+      Run skipped = new Run(SweepCounts.NONE, 0, 0, true);
+      onRun.accept(skipped);
+      return Future.succeededFuture(skipped);
+    }
+    long now = clock.nowMs();
     Promise<Run> done = Promise.promise();
     batch(now, 0, SweepCounts.NONE, done);
     current = done.future()
@@ -125,7 +136,7 @@ public final class ExpirySweepVerticle extends VerticleBase {
       if (k == t.sweepBatchRows() && batches + 1 < t.sweepMaxBatches()) {
         prune(now, batches + 1, counts, pruned + k, done);
       } else {
-        done.complete(new Run(counts, pruned + k, batches + 1));
+        done.complete(new Run(counts, pruned + k, batches + 1, false));
       }
     }).onFailure(done::fail);
   }

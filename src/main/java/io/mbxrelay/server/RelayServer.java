@@ -11,8 +11,11 @@ import io.mbxrelay.auth.SlidingWindowLimiter;
 import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.metrics.RelayMetrics;
+import io.mbxrelay.store.ClockGuard;
 import io.mbxrelay.store.StoreCommand;
+import io.mbxrelay.store.sqlite.SqliteOps;
 import io.mbxrelay.store.sqlite.SqliteRelayStore;
+import io.mbxrelay.store.sqlite.StoreFiles;
 import io.mbxrelay.store.sqlite.StoreLock;
 import io.vertx.core.DeploymentOptions;
 import io.vertx.core.Future;
@@ -49,15 +52,24 @@ public final class RelayServer implements AutoCloseable {
    * @param clock time source
    * @param onSweep observer of each expiry sweep run (tests, metrics)
    * @param transactions observer of each writer transaction, on the writer thread (tests, metrics)
+   * @param acceptClock take the wall clock as right at start even when it is far from the store's clock watermark
+   *     ({@code serve --accept-clock}, issue 10 item 7)
    */
   public record Options(int port, String bind, Path storeDir, ClientAddress clientAddress, CrashPoint crashPoint,
       Clock clock, java.util.function.Consumer<ExpirySweepVerticle.Run> onSweep,
-      StoreWriterVerticle.TransactionListener transactions) {
+      StoreWriterVerticle.TransactionListener transactions, boolean acceptClock) {
 
     /** Options without observers. */
     public Options(int port, String bind, Path storeDir, ClientAddress clientAddress, CrashPoint crashPoint,
         Clock clock) {
       this(port, bind, storeDir, clientAddress, crashPoint, clock, run -> {}, (c, n, f) -> {});
+    }
+
+    /** Options with observers; the store's clock watermark is honoured at start. */
+    public Options(int port, String bind, Path storeDir, ClientAddress clientAddress, CrashPoint crashPoint,
+        Clock clock, java.util.function.Consumer<ExpirySweepVerticle.Run> onSweep,
+        StoreWriterVerticle.TransactionListener transactions) {
+      this(port, bind, storeDir, clientAddress, crashPoint, clock, onSweep, transactions, false);
     }
 
     public Options {
@@ -79,6 +91,7 @@ public final class RelayServer implements AutoCloseable {
   private final List<String> deployments;
   private final int port;
   private ExpirySweepVerticle sweep;
+  private AdminVerticle admin;
   private boolean closed;
   private int adminPort = -1;
 
@@ -104,16 +117,24 @@ public final class RelayServer implements AutoCloseable {
    */
   public static RelayServer start(RelayConfig config, Ed25519KeyPair relayKey, Options options) throws Exception {
     SqliteRelayStore.createStoreDir(options.storeDir());
+    for (String note : StoreFiles.secure(options.storeDir())) {
+      LOG.warn("store files [{}]", note);
+    }
     StoreLock lock = StoreLock.acquire(options.storeDir(), 60_000);
     Vertx vertx = null;
     RelayMetrics metrics = null;
     try {
-      SqliteRelayStore store = SqliteRelayStore.open(options.storeDir(), relayKey.publicKeyB64(), options.clock(),
+      // The store reads guarded time (accepted_at, expires_at, seqs, heartbeat): never backwards, never a step ahead
+      // of its persisted watermark (issue 10 item 7). The HTTP side keeps the wall clock for hop windows.
+      ClockGuard clock = new ClockGuard(options.clock(), ClockGuard.monotonicOf(options.clock()),
+          config.timers().maxClockStepMs(), SqliteOps.watermark(options.storeDir()), options.acceptClock());
+      SqliteRelayStore store = SqliteRelayStore.open(options.storeDir(), relayKey.publicKeyB64(), clock.clock(),
           config.limits(), config.store().busyTimeoutMs(), config.timers().heartbeatStaleMs());
       if (options.crashPoint() != CrashPoint.NONE) {
         LOG.warn("test crash harness armed [point: {}]: never use this in production", options.crashPoint());
         store.commitHook((commands, committed) -> {
-          boolean push = commands.stream().anyMatch(c -> c instanceof StoreCommand.Push);
+          boolean push = commands.stream()
+              .anyMatch(c -> c instanceof StoreCommand.Push || c instanceof StoreCommand.PushBatch);
           if (push && committed == (options.crashPoint() == CrashPoint.AFTER_COMMIT_BEFORE_REPLY)) {
             Runtime.getRuntime().halt(86);
           }
@@ -171,10 +192,18 @@ public final class RelayServer implements AutoCloseable {
           authority, options.clientAddress(), options.clock(), trust, metrics);
       deployments.add(await(vertx.deployVerticle(new HeartbeatVerticle(services.writes(),
           config.timers().heartbeatMs()))));
-      ExpirySweepVerticle sweep = new ExpirySweepVerticle(services.writes(), config, relayKey, options.clock(),
+      m.bindClock(clock::status);
+      StoreClient writes = services.writes();
+      clock.listener(st -> clockChanged(writes, st));
+      if (clock.status().paused()) {
+        clockChanged(writes, clock.status());
+      }
+      ExpirySweepVerticle sweep = new ExpirySweepVerticle(services.writes(), config, relayKey, clock,
           run -> {
-            m.sweepRun(run.counts().rows(), run.counts().notices(),
-                run.counts().skippedNotEnrolled() + run.counts().skippedOverCap());
+            if (!run.paused()) {
+              m.sweepRun(run.counts().rows(), run.counts().notices(),
+                  run.counts().skippedNotEnrolled() + run.counts().skippedOverCap());
+            }
             options.onSweep().accept(run);
           });
       deployments.add(await(vertx.deployVerticle(sweep)));
@@ -187,10 +216,11 @@ public final class RelayServer implements AutoCloseable {
         return v;
       }, new DeploymentOptions().setInstances(config.http().instances()))));
       int port = instances.get(0).actualPort();
-      AdminVerticle admin = new AdminVerticle(services, writer, instances);
+      AdminVerticle admin = new AdminVerticle(services, writer, instances, clock);
       deployments.add(await(vertx.deployVerticle(admin)));
       RelayServer server = new RelayServer(vertx, lock, reads, services, store.openReport(), deployments, port);
       server.sweep = sweep;
+      server.admin = admin;
       server.adminPort = admin.actualPort();
       return server;
     } catch (Exception | Error e) {
@@ -207,6 +237,28 @@ public final class RelayServer implements AutoCloseable {
       lock.close();
       throw e;
     }
+  }
+
+  /**
+   * A clock pause or resume: one log line and one ops entry ({@code clock-paused} / {@code clock-resumed}), so the
+   * operator finds it in {@code mbxrelay log}. Runs on whatever thread read the clock; the entry is sent, not awaited.
+   */
+  private static void clockChanged(StoreClient writes, ClockGuard.Status st) {
+    String at = io.mbxrelay.wire.IsoTime.format(st.wallMs());
+    if (st.paused()) {
+      LOG.warn("expiry and dedup pruning paused: {} [trusted time: {}] [wall clock: {}]; they resume when the wall"
+          + " clock agrees again, or run 'mbxrelay clock resume' once the wall clock is known to be right", st.reason(),
+          io.mbxrelay.wire.IsoTime.format(st.trustedMs()), at);
+    } else {
+      LOG.warn("expiry and dedup pruning resumed: {} [wall clock: {}]", st.reason(), at);
+    }
+    com.fasterxml.jackson.databind.node.ObjectNode receipt = io.mbxrelay.wire.Json.MAPPER.createObjectNode()
+        .put("v", 1).put("type", st.paused() ? "relay-clock-paused" : "relay-clock-resumed").put("at", at)
+        .put("reason", st.reason()).put("step_ms", st.stepMs())
+        .put("trusted", io.mbxrelay.wire.IsoTime.format(st.trustedMs()));
+    writes.send(new StoreCommand.LogOp(st.paused() ? "clock-paused" : "clock-resumed",
+        io.mbxrelay.wire.Json.stringify(receipt))).onFailure(e -> LOG.warn("clock ops entry not written [error: {}]",
+            e.getMessage()));
   }
 
   private static <T> T await(Future<T> f) throws Exception {
@@ -226,6 +278,11 @@ public final class RelayServer implements AutoCloseable {
    */
   public Future<ExpirySweepVerticle.Run> sweepNow() {
     return sweep.trigger();
+  }
+
+  /** Sends one readiness probe now and completes when it was answered (tests). */
+  Future<Void> readinessProbe() {
+    return admin.probeNow();
   }
 
   /** The bound port. */

@@ -140,10 +140,15 @@ public final class StoreWriterVerticle extends VerticleBase {
     drainScheduled = false;
     while (!pending.isEmpty()) {
       List<Message<StoreCommand<?>>> batch = new ArrayList<>(Math.min(pending.size(), batchMax));
+      List<Message<StoreCommand<?>>> probes = new ArrayList<>(0);
       int rows = 0;
       long bytes = 0;
       while (!pending.isEmpty() && batch.size() < batchMax) {
         StoreCommand<?> next = pending.peek().body();
+        if (next instanceof StoreCommand.Probe) {
+          probes.add(pending.poll());
+          continue;
+        }
         if (!batch.isEmpty() && (rows + next.weightRows() > maxRows || bytes + next.weightBytes() > maxBytes)) {
           break;
         }
@@ -151,7 +156,23 @@ public final class StoreWriterVerticle extends VerticleBase {
         bytes += next.weightBytes();
         batch.add(pending.poll());
       }
-      runBatch(batch);
+      if (!batch.isEmpty()) {
+        runBatch(batch);
+      }
+      probes.forEach(this::probe); // after what queued before them; no transaction (issue 10 item 14)
+    }
+  }
+
+  /** A readiness probe: the write lock taken and released on this thread, nothing committed. */
+  private void probe(Message<StoreCommand<?>> m) {
+    if (failStopped) {
+      m.fail(503, "store stopped (fail-stop)");
+      return;
+    }
+    try {
+      m.reply(store.probeWriter(), LOCAL);
+    } catch (StoreException e) {
+      m.fail(e.kind() == StoreException.Kind.INTERNAL ? 500 : 503, "store unavailable");
     }
   }
 

@@ -76,6 +76,17 @@ public interface RelayStore extends AutoCloseable {
   long headSeq(String targetPubkey) throws StoreException;
 
   /**
+   * Readiness probe of the write path that writes nothing (issue 10 item 14): takes the write lock ({@code BEGIN
+   * IMMEDIATE}), reads one meta row and rolls back. Nothing is committed, written or fsynced, so an idle relay writes
+   * only its heartbeat; a lock held by another process, a read-only store or an I/O error fails it as it would fail a
+   * write. Writer thread only, outside a transaction.
+   *
+   * @return true when the lock was taken and the row read
+   * @throws StoreException UNAVAILABLE (busy, read-only, I/O), CORRUPT, or INTERNAL
+   */
+  boolean probeWriter() throws StoreException;
+
+  /**
    * Result of one command in a batch: exactly one of value and error is set (value may be a result record).
    *
    * @param value the command's result, when it succeeded

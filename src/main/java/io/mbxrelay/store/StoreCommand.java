@@ -153,8 +153,9 @@ public sealed interface StoreCommand<R>
   record Heartbeat() implements StoreCommand<Long> {}
 
   /**
-   * A probe transaction for readiness: takes the write lock, rewrites one meta row with its own value (so the store
-   * must accept a page write) and commits. Result {@code true} when the row was written.
+   * A readiness probe: the writer answers it on its thread without a transaction of commands, through
+   * {@link RelayStore#probeWriter()} (write lock taken, one meta row read, rolled back; nothing committed). Result
+   * {@code true} when the lock was taken and the row read.
    */
   record Probe() implements StoreCommand<Boolean> {}
 
@@ -225,7 +226,8 @@ public sealed interface StoreCommand<R>
       implements StoreCommand<Boolean> {}
 
   /**
-   * Stores a v2 enc-key ad record (wire.md §4.2), already verified. Result: {@code true}.
+   * Stores a v2 enc-key ad record (wire.md §4.2), already verified. Result: {@code true} when stored, {@code false} when
+   * it is not newer than the stored ad (issue 11 item 13).
    *
    * @param hostPubkey the caller (= {@code ad.host_pubkey})
    * @param record canonical JSON of the ad as received

@@ -4,7 +4,7 @@ package io.mbxrelay.store;
  * The store cannot be opened: newer schema, another relay's key, not a store, unreadable. The message is meant for
  * the operator and never contains key material.
  */
-public final class StoreOpenException extends Exception {
+public class StoreOpenException extends Exception {
   private static final long serialVersionUID = 1L;
 
   /** @param message operator-facing reason */

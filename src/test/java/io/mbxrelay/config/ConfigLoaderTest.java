@@ -105,4 +105,25 @@ class ConfigLoaderTest {
         .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.violations())
             .containsExactly("enrolment.jwksFetchTimeoutMs must be less than enrolment.jwksRefreshMs"));
   }
+
+  @Test
+  void the_default_writer_deadline_ends_before_every_http_timeout_and_an_inverted_setting_is_refused() throws Exception {
+    RelayConfig c = ConfigLoader.load(null, Map.of());
+    assertThat(c.store().writerTimeoutMs() + ConfigLoader.ANSWER_MARGIN_MS)
+        .isLessThanOrEqualTo(c.http().idleTimeoutMs())
+        .isLessThanOrEqualTo(c.http().requestTimeoutMs());
+    // issue 10 item 11: the writer waited 30 s while the idle timer closed connections at 10 s
+    assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("MBX_RELAY_STORE_WRITER_TIMEOUT_MS", "30000")))
+        .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.violations()).containsExactly(
+            "store.writerTimeoutMs (30000) must be at least 2000 ms shorter than http.idleTimeoutMs (10000), or a"
+                + " request waiting for the writer loses its connection before its answer",
+            "store.writerTimeoutMs (30000) must be at least 2000 ms shorter than http.requestTimeoutMs (30000)"));
+    assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("MBX_RELAY_HTTP_IDLE_TIMEOUT_MS", "9000")))
+        .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.violations()).singleElement()
+            .asString().startsWith("store.writerTimeoutMs (8000) must be at least 2000 ms shorter than http.idleTimeoutMs"));
+    // raising both together is fine
+    assertThat(ConfigLoader.load(null, Map.of("MBX_RELAY_STORE_WRITER_TIMEOUT_MS", "30000",
+        "MBX_RELAY_HTTP_IDLE_TIMEOUT_MS", "32000", "MBX_RELAY_HTTP_REQUEST_TIMEOUT_MS", "32000")).store()
+        .writerTimeoutMs()).isEqualTo(30_000);
+  }
 }

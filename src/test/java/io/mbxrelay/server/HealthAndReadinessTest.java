@@ -126,4 +126,43 @@ class HealthAndReadinessTest {
       assertThat(waitFor(relay.adminUrl(), "/ready", r -> r.status() == 200).status()).isEqualTo(200);
     }
   }
+
+  @Test
+  void an_idle_relay_probed_twenty_times_commits_no_transaction_and_writes_nothing() throws Exception {
+    // issue 10 item 14: the probe committed a write transaction every 5 s (14.5 transactions a minute when idle)
+    java.util.concurrent.CountDownLatch startupSweep = new java.util.concurrent.CountDownLatch(1);
+    RelayServer.Options options = new RelayServer.Options(0, "127.0.0.1", dir, io.mbxrelay.auth.ClientAddress.SOCKET,
+        CrashPoint.NONE, Clock.systemUTC(), run -> startupSweep.countDown(), (c, n, f) -> {});
+    try (RelayHarness relay = RelayHarness.start(dir, Map.of(
+        "MBX_RELAY_TIMERS_HEARTBEAT_MS", "3600000",
+        "MBX_RELAY_TIMERS_HEARTBEAT_STALE_MS", "86400000",
+        "MBX_RELAY_TIMERS_SWEEP_INTERVAL_MS", "86400000",
+        "MBX_RELAY_ADMIN_PROBE_INTERVAL_MS", "3600000"), Ed25519KeyPair.generate(), options)) {
+      assertThat(startupSweep.await(30, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+      relay.server.readinessProbe().toCompletionStage().toCompletableFuture().get(30, java.util.concurrent.TimeUnit.SECONDS);
+      Path wal = relay.dir.resolve(SqliteSettings.DB_FILE + "-wal");
+      try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + relay.dir.resolve(SqliteSettings.DB_FILE))) {
+        long version = dataVersion(c);
+        long walBytes = java.nio.file.Files.size(wal);
+        double transactions = Scrape.of(relay.adminUrl()).value("mbxrelay_writer_transaction_seconds_count");
+        for (int i = 0; i < 20; i++) {
+          relay.server.readinessProbe().toCompletionStage().toCompletableFuture()
+              .get(30, java.util.concurrent.TimeUnit.SECONDS);
+        }
+        assertThat(Scrape.of(relay.adminUrl()).value("mbxrelay_writer_transaction_seconds_count"))
+            .as("writer transactions").isEqualTo(transactions);
+        assertThat(dataVersion(c)).as("no commit reached the database").isEqualTo(version);
+        assertThat(java.nio.file.Files.size(wal)).as("WAL bytes").isEqualTo(walBytes);
+        Http.Resp ready = Http.send(relay.adminUrl(), "GET", "/ready", null);
+        assertThat(ready.raw()).isEqualTo("{\"ready\":true}");
+      }
+    }
+  }
+
+  private static long dataVersion(Connection c) throws Exception {
+    try (Statement st = c.createStatement(); java.sql.ResultSet rs = st.executeQuery("PRAGMA data_version")) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
 }

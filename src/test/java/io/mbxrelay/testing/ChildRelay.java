@@ -43,8 +43,14 @@ public final class ChildRelay implements AutoCloseable {
 
   /** Starts a relay child and waits for its listening line. */
   public static ChildRelay start(Path storeDir, Map<String, String> env) throws Exception {
+    return start(storeDir, env, new String[0]);
+  }
+
+  /** Starts a relay child with extra {@code serve} arguments and waits for its listening line. */
+  public static ChildRelay start(Path storeDir, Map<String, String> env, String... serveArgs) throws Exception {
     List<String> cmd = new ArrayList<>(List.of(javaBin(), "-jar", jar().toString(), "serve", "--port", "0",
         "--bind", "127.0.0.1", "--store-dir", storeDir.toString()));
+    cmd.addAll(List.of(serveArgs));
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
     pb.environment().remove("MBX_RELAY_KEY");
     pb.environment().remove("MBX_RELAY_TEST_CRASH");

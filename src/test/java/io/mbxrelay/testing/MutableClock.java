@@ -1,5 +1,6 @@
 package io.mbxrelay.testing;
 
+import io.mbxrelay.store.ClockGuard;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -7,9 +8,15 @@ import java.time.ZoneId;
 import java.time.ZoneOffset;
 import java.util.concurrent.atomic.AtomicLong;
 
-/** A clock tests move by hand (STYLE: "no test sleeps to wait for a timer it could advance"). Thread-safe. */
-public final class MutableClock extends Clock {
+/**
+ * A clock tests move by hand (STYLE: "no test sleeps to wait for a timer it could advance"). Thread-safe.
+ *
+ * <p>It is also the relay's monotonic clock ({@link ClockGuard.Monotonic}): {@link #advance} is time passing (both
+ * move), {@link #step} is a wall-clock step (only the wall clock moves), as an NTP step or a bad RTC would do.
+ */
+public final class MutableClock extends Clock implements ClockGuard.Monotonic {
   private final AtomicLong millis;
+  private final AtomicLong monoNanos = new AtomicLong();
 
   public MutableClock(Instant start) {
     this(start.toEpochMilli());
@@ -19,17 +26,30 @@ public final class MutableClock extends Clock {
     this.millis = new AtomicLong(startMs);
   }
 
+  /** A wall-clock step: the wall clock moves, the monotonic clock does not. */
+  public void step(Duration d) {
+    millis.addAndGet(d.toMillis());
+  }
+
+  @Override
+  public long nanoTime() {
+    return monoNanos.get();
+  }
+
   /** Starts at the real time now, so hops signed with the real clock stay fresh until the test advances far. */
   public static MutableClock now() {
     return new MutableClock(System.currentTimeMillis());
   }
 
+  /** Time passes: the wall clock and the monotonic clock both move. */
   public void advance(Duration d) {
-    millis.addAndGet(d.toMillis());
+    advance(d.toMillis());
   }
 
+  /** Time passes: the wall clock and the monotonic clock both move. */
   public void advance(long deltaMs) {
     millis.addAndGet(deltaMs);
+    monoNanos.addAndGet(deltaMs * 1_000_000L);
   }
 
   @Override

@@ -6,12 +6,14 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.crypto.Fingerprint;
 import io.mbxrelay.store.RelayStore;
 import io.mbxrelay.store.StoreOpenException;
+import io.mbxrelay.store.StoreRefusedException;
 import io.mbxrelay.wire.IsoTime;
 import io.mbxrelay.wire.Json;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -129,6 +131,11 @@ public final class SqliteOps {
     if (!Files.isRegularFile(db(dir))) {
       throw new OpsException("NO_STORE", "no store at " + db(dir));
     }
+    try {
+      StoreFiles.secure(dir);
+    } catch (StoreRefusedException e) {
+      throw new OpsException("UNSAFE", e.getMessage(), e);
+    }
     try (StoreLock lock = lockOrRefuse(dir); Connection c = connect(db(dir), 5000)) {
       checkSchema(c, db(dir));
       String at = IsoTime.format(clock.millis());
@@ -183,17 +190,17 @@ public final class SqliteOps {
       throw new OpsException("NO_STORE", "no store at " + source);
     }
     Path target = file.toAbsolutePath();
-    if (Files.exists(target)) {
+    if (Files.exists(target, LinkOption.NOFOLLOW_LINKS)) {
       throw new OpsException("EXISTS", target + " already exists; backups never overwrite");
     }
     Path partial = target.resolveSibling(target.getFileName() + ".partial-" + ProcessHandle.current().pid());
     try {
       Path parent = target.getParent();
       if (!Files.isDirectory(parent)) {
-        Files.createDirectories(parent, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+        StoreFiles.ownerOnlyDir(parent);
       }
-      Files.deleteIfExists(partial);
-      Files.createFile(partial, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+      Files.deleteIfExists(partial); // a link there is removed, never followed
+      Files.createFile(partial, PosixFilePermissions.asFileAttribute(StoreFiles.OWNER_FILE));
     } catch (IOException e) {
       throw new OpsException("IO", "cannot create " + partial + ": " + e.getMessage(), e);
     }
@@ -202,9 +209,7 @@ public final class SqliteOps {
     try {
       try (Connection src = connect(source, 10_000)) {
         checkSchema(src, source);
-        try (Statement st = src.createStatement()) {
-          st.executeUpdate("backup to " + partial);
-        }
+        onlineBackup(src, partial);
       }
       // key order of wire.md §5: v,type,at,store,file,bytes,sha256,epoch,relay_fingerprint,schema_version,heartbeat,
       // counts,restore (bytes and sha256 are filled in once the file is in place)
@@ -213,12 +218,29 @@ public final class SqliteOps {
       receipt.putNull("bytes");
       receipt.putNull("sha256");
       try (Connection copy = connect(partial, 5000); Statement st = copy.createStatement()) {
-        st.execute("PRAGMA journal_mode=DELETE");
-        try (ResultSet rs = st.executeQuery("PRAGMA integrity_check")) {
-          String result = rs.next() ? rs.getString(1) : "";
-          if (!"ok".equals(result)) {
-            throw new OpsException("IO", "integrity check of the backup failed: " + result);
+        journalDelete(st.getConnection());
+        List<String> problems;
+        try {
+          problems = StoreIntegrity.integrityCheck(copy);
+        } catch (SQLException e) {
+          if (!StoreIntegrity.isCorruption(e)) {
+            throw e;
           }
+          problems = List.of(e.getMessage());
+        }
+        if (!problems.isEmpty()) {
+          throw new OpsException("CORRUPT", "integrity check of the backup failed (" + String.join("; ", problems)
+              + "); the backup was not written. " + StoreIntegrity.remedy(dir));
+        }
+        problems = StoreIntegrity.metadataProblems(copy);
+        if (!problems.isEmpty()) {
+          throw new OpsException("CORRUPT", "the store has invalid metadata (" + String.join("; ", problems)
+              + "); the backup was not written. " + StoreIntegrity.remedy(dir));
+        }
+        StoreIntegrity.HashReport hashes = StoreIntegrity.verifyHashes(copy, 10);
+        if (!hashes.ok()) {
+          throw new OpsException("CORRUPT", mismatch(hashes, "the store") + "; the backup was not written. "
+              + "Those items are damaged in the live store too. " + StoreIntegrity.remedy(dir));
         }
         String relayPub = meta(copy, "relay_pubkey");
         receipt.put("epoch", meta(copy, "epoch"));
@@ -256,6 +278,23 @@ public final class SqliteOps {
       }
       throw e;
     }
+  }
+
+  /**
+   * SQLite's online backup API through the driver (issue 11 item 12: the path is passed as a value, never pasted into
+   * SQL, so any file name works, spaces and quotes included).
+   */
+  private static void onlineBackup(Connection src, Path dest) throws SQLException {
+    int rc = src.unwrap(org.sqlite.SQLiteConnection.class).getDatabase().backup("main", dest.toString(), null);
+    if (rc != org.sqlite.core.Codes.SQLITE_OK) {
+      throw new SQLException("SQLite backup to " + dest + " failed (result code " + rc + ")");
+    }
+  }
+
+  private static String mismatch(StoreIntegrity.HashReport r, String where) {
+    return where + " has " + r.mismatched() + " item" + (r.mismatched() == 1 ? "" : "s") + " whose wire bytes do not"
+        + " match their wire_hash (" + String.join(", ", r.rows()) + (r.mismatched() > r.rows().size() ? ", …" : "")
+        + ")";
   }
 
   private static ObjectNode counts(Connection c) throws SQLException {
@@ -310,9 +349,12 @@ public final class SqliteOps {
     try {
       if (!lockHeld) {
         SqliteRelayStore.createStoreDir(dir);
+        StoreFiles.secure(dir);
         lock = lockOrRefuse(dir);
       }
       return restoreLocked(dir, backup, force, clock, hadLockFile || lockHeld);
+    } catch (StoreRefusedException e) {
+      throw new OpsException("UNSAFE", e.getMessage(), e);
     } catch (StoreOpenException e) {
       throw new OpsException("IO", e.getMessage(), e);
     } finally {
@@ -357,6 +399,10 @@ public final class SqliteOps {
     if (currentExists) {
       try (Connection c = connect(live, 5000)) {
         checkSchema(c, live);
+        List<String> damage = StoreIntegrity.quickCheck(c);
+        if (!damage.isEmpty()) {
+          throw new OpsException("NOT_A_STORE", live + " fails its integrity check (" + String.join("; ", damage) + ")");
+        }
         String currentRelay = meta(c, "relay_pubkey");
         if (currentRelay != null && backupRelay != null && !currentRelay.equals(backupRelay)) {
           throw new OpsException("OTHER_RELAY", "the backup belongs to another relay key ("
@@ -403,10 +449,10 @@ public final class SqliteOps {
     ObjectNode counts;
     try {
       Files.deleteIfExists(restoring);
-      Files.createFile(restoring, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
-      Files.copy(backup, restoring, StandardCopyOption.REPLACE_EXISTING);
+      StoreFiles.copyOwnerOnly(backup, restoring); // 0600 whatever the backup's mode (issue 11 item 11)
       try (Connection r = connect(restoring, 5000); Statement st = r.createStatement()) {
-        st.execute("PRAGMA journal_mode=DELETE");
+        journalDelete(st.getConnection());
+        verifyBackup(r, backup); // before anything is migrated, carried or swapped in (issue 10 items 1 and 6)
         int v = schemaVersion(r);
         st.execute("BEGIN IMMEDIATE");
         if (v < RelayStore.SCHEMA_VERSION) {
@@ -414,7 +460,10 @@ public final class SqliteOps {
           putMeta(r, "schema_version", Integer.toString(RelayStore.SCHEMA_VERSION));
         }
         if (currentReadable) {
-          st.execute("ATTACH DATABASE '" + live.toAbsolutePath().toString().replace("'", "''") + "' AS cur");
+          try (PreparedStatement attach = r.prepareStatement("ATTACH DATABASE ? AS cur")) {
+            attach.setString(1, live.toAbsolutePath().toString());
+            attach.execute();
+          }
           carry(r, carried);
         }
         putMeta(r, "epoch", to);
@@ -435,24 +484,20 @@ public final class SqliteOps {
           st.execute("DETACH DATABASE cur");
         }
       }
-    } catch (SQLException | IOException | RuntimeException e) {
+    } catch (SQLException | IOException | RuntimeException | OpsException e) {
       try {
         Files.deleteIfExists(restoring);
       } catch (IOException ignored) {
         // best effort
       }
-      throw new OpsException("IO", "restore failed: " + e.getMessage(), e);
+      throw e instanceof OpsException oe ? oe : new OpsException("IO", "restore failed: " + e.getMessage(), e);
     }
 
     ObjectNode replaced = null;
     Path rollback = null;
     try {
       if (currentExists) {
-        Path rollbackDir = dir.resolve("rollback");
-        if (!Files.isDirectory(rollbackDir)) {
-          Files.createDirectories(rollbackDir,
-              PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
-        }
+        Path rollbackDir = StoreFiles.ownerOnlyDir(dir.resolve(StoreFiles.ROLLBACK_DIR)); // never a planted link
         rollback = rollbackDir.resolve("relay-" + at.replace(":", "").replace(".", "") + ".db");
         replaced = Json.MAPPER.createObjectNode().put("epoch", currentEpoch).put("rollback", rollback.toString())
             .put("sha256", sha256(live)).put("bytes", Files.size(live)).put("readable", currentReadable);
@@ -484,6 +529,105 @@ public final class SqliteOps {
       // the restore itself is complete; the printed receipt still has the rollback path
     }
     return done;
+  }
+
+  /** {@code journal_mode=DELETE} in its own statement: the pragma answers a row, which would keep a reused statement busy. */
+  private static void journalDelete(Connection c) throws SQLException {
+    try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("PRAGMA journal_mode=DELETE")) {
+      rs.next();
+    }
+  }
+
+  /** The backup copy passes integrity_check, its metadata validates and every item matches its wire_hash. */
+  private static void verifyBackup(Connection r, Path backup) throws SQLException, OpsException {
+    List<String> problems = new ArrayList<>();
+    try {
+      problems.addAll(StoreIntegrity.integrityCheck(r));
+      if (problems.isEmpty()) {
+        problems.addAll(StoreIntegrity.metadataProblems(r));
+      }
+      if (problems.isEmpty()) {
+        StoreIntegrity.HashReport hashes = StoreIntegrity.verifyHashes(r, 10);
+        if (!hashes.ok()) {
+          problems.add(mismatch(hashes, "it"));
+        }
+      }
+    } catch (SQLException e) {
+      if (!StoreIntegrity.isCorruption(e)) {
+        throw e;
+      }
+      problems.add(e.getMessage());
+    }
+    if (!problems.isEmpty()) {
+      throw new OpsException("CORRUPT", "the backup " + backup + " fails its check (" + String.join("; ", problems)
+          + "); nothing was changed. Restore an older backup (check it first: mbxrelay check --full --file FILE).");
+    }
+  }
+
+  // ---- check ----
+
+  /**
+   * {@code mbxrelay check} (issue 10 item 2): checks a store or backup file without writing to it (read-only
+   * connection, safe while the relay runs). Quick mode: {@code quick_check} and metadata; full mode:
+   * {@code integrity_check}, metadata and every item's wire hash.
+   *
+   * @param db the database file ({@code <store-dir>/relay.db} or a backup file)
+   * @param full run the full checks
+   * @param clock time source
+   * @return the {@code relay-check} receipt; {@code ok} tells the outcome
+   * @throws OpsException NO_STORE when there is no file; IO when it cannot be read at all
+   */
+  public static ObjectNode check(Path db, boolean full, Clock clock) throws OpsException {
+    if (!Files.isRegularFile(db)) {
+      throw new OpsException("NO_STORE", "no store at " + db);
+    }
+    long start = System.nanoTime();
+    ObjectNode receipt = Json.MAPPER.createObjectNode().put("v", 1).put("type", "relay-check")
+        .put("at", IsoTime.format(clock.millis())).put("file", db.toAbsolutePath().toString())
+        .put("mode", full ? "full" : "quick");
+    List<String> integrity;
+    List<String> metadata = List.of();
+    StoreIntegrity.HashReport hashes = null;
+    StoreIntegrity.prefetch(db);
+    org.sqlite.SQLiteConfig ro = new org.sqlite.SQLiteConfig();
+    ro.setReadOnly(true);
+    ro.setBusyTimeout(10_000);
+    try (Connection c = DriverManager.getConnection(SqliteSettings.url(db), ro.toProperties())) {
+      integrity = full ? StoreIntegrity.integrityCheck(c) : StoreIntegrity.quickCheck(c);
+      if (integrity.isEmpty()) {
+        boolean hasMeta;
+        try (Statement st = c.createStatement();
+            ResultSet rs = st.executeQuery("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'")) {
+          hasMeta = rs.next();
+        }
+        metadata = hasMeta ? StoreIntegrity.metadataProblems(c) : List.of("not a relay store (no meta table)");
+        if (full && metadata.isEmpty()) {
+          hashes = StoreIntegrity.verifyHashes(c, 100);
+        }
+      }
+    } catch (SQLException e) {
+      if (!StoreIntegrity.isCorruption(e)) {
+        throw new OpsException("IO", "cannot check " + db + ": " + e.getMessage(), e);
+      }
+      integrity = List.of(e.getMessage());
+    }
+    boolean ok = integrity.isEmpty() && metadata.isEmpty() && (hashes == null || hashes.ok());
+    receipt.put("ok", ok);
+    ArrayNode ip = receipt.putObject("integrity").put("check", full ? "integrity_check" : "quick_check")
+        .putArray("problems");
+    integrity.forEach(ip::add);
+    ArrayNode mp = receipt.putObject("metadata").putArray("problems");
+    metadata.forEach(mp::add);
+    if (hashes == null) {
+      receipt.putNull("items");
+    } else {
+      ObjectNode items = receipt.putObject("items").put("checked", hashes.items()).put("bytes", hashes.bytes())
+          .put("mismatched", hashes.mismatched());
+      ArrayNode rows = items.putArray("rows");
+      hashes.rows().forEach(rows::add);
+    }
+    receipt.put("took_ms", (System.nanoTime() - start) / 1_000_000);
+    return receipt;
   }
 
   private static ObjectNode receipt(Path dir, String at, ObjectNode backupInfo, ObjectNode replaced, String from,
@@ -553,6 +697,35 @@ public final class SqliteOps {
       return paths != null && Json.parse(paths).has(backup.toAbsolutePath().toString());
     } catch (SQLException | RuntimeException e) {
       return false;
+    }
+  }
+
+  /**
+   * The store's clock watermark: its last heartbeat (wire.md §5 {@code meta.heartbeat}, written with the guarded
+   * store clock), read without writing anything (read-only connection, no file created), for the
+   * {@link io.mbxrelay.store.ClockGuard} built before the store opens.
+   *
+   * @param dir store directory
+   * @return ms since the epoch; empty when there is no store yet or the value cannot be read (the open then decides)
+   */
+  public static java.util.OptionalLong watermark(Path dir) {
+    Path db = db(dir);
+    try {
+      if (!Files.isRegularFile(db, LinkOption.NOFOLLOW_LINKS) || Files.size(db) == 0) {
+        return java.util.OptionalLong.empty();
+      }
+    } catch (IOException e) {
+      return java.util.OptionalLong.empty();
+    }
+    org.sqlite.SQLiteConfig ro = new org.sqlite.SQLiteConfig();
+    ro.setReadOnly(true);
+    ro.setBusyTimeout(5000);
+    try (Connection c = DriverManager.getConnection(SqliteSettings.url(db), ro.toProperties())) {
+      String hb = schemaVersion(c) < 1 ? null : meta(c, "heartbeat");
+      return hb == null || !hb.matches("[0-9]{1,15}") ? java.util.OptionalLong.empty()
+          : java.util.OptionalLong.of(Long.parseLong(hb));
+    } catch (SQLException | RuntimeException e) {
+      return java.util.OptionalLong.empty();
     }
   }
 

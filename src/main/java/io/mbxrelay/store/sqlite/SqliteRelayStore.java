@@ -10,6 +10,7 @@ import io.mbxrelay.store.RelayStore;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.store.StoreException;
 import io.mbxrelay.store.StoreOpenException;
+import io.mbxrelay.store.StoreRefusedException;
 import io.mbxrelay.store.SweepCounts;
 import io.mbxrelay.wire.IsoTime;
 import java.io.IOException;
@@ -125,6 +126,7 @@ public final class SqliteRelayStore implements RelayStore {
     Objects.requireNonNull(relayPubkey);
     createStoreDir(storeDir);
     Path file = storeDir.resolve(SqliteSettings.DB_FILE);
+    StoreFiles.prepareDatabase(file); // no links, no empty relay.db, a new one 0600 (issue 10 item 4, 11 items 11-12)
     Connection conn;
     try {
       conn = DriverManager.getConnection(SqliteSettings.url(file), SqliteSettings.writer(busyTimeoutMs));
@@ -141,6 +143,7 @@ public final class SqliteRelayStore implements RelayStore {
         // the writer's page cache (default 2 MB): index pages of many targets stay hot across transactions
         st.execute("PRAGMA cache_size=" + SqliteSettings.WRITER_CACHE_KIB);
       }
+      StoreIntegrity.requireQuickCheck(conn, file); // a damaged store is refused, never served (issue 10 item 2)
       SqliteRelayStore store = new SqliteRelayStore(file, conn, clock, limits, relayPubkey, null);
       store.openReport = store.initialise(heartbeatStaleMs);
       store.refreshIfChangedElsewhere(); // loads the enrolment cache
@@ -148,7 +151,8 @@ public final class SqliteRelayStore implements RelayStore {
     } catch (SQLException e) {
       closeQuietly(conn);
       if (e instanceof SQLiteException se && se.getResultCode() == SQLiteErrorCode.SQLITE_NOTADB) {
-        throw new StoreOpenException(file + " is not a relay store (not an SQLite database)", e);
+        throw new StoreRefusedException(file + " is not a relay store (not an SQLite database): "
+            + StoreIntegrity.remedy(file.getParent()), e);
       }
       throw new StoreOpenException("cannot open the store " + file + ": " + e.getMessage(), e);
     } catch (StoreException e) {
@@ -214,7 +218,7 @@ public final class SqliteRelayStore implements RelayStore {
       String previous = null;
       if (!hasMeta) {
         if (tableExists("items") || tableExists("enrolments")) {
-          throw new StoreOpenException(file + " is not a relay store (tables without meta)");
+          throw new StoreRefusedException(file + " is not a relay store (tables without meta)");
         }
         try (Statement st = conn.createStatement()) {
           for (String ddl : Schema.CURRENT) {
@@ -235,12 +239,13 @@ public final class SqliteRelayStore implements RelayStore {
           v = -1;
         }
         if (v < 1) {
-          throw new StoreOpenException(file + " is not a relay store (no schema version)");
+          throw new StoreRefusedException(file + " is not a relay store (no valid schema version)");
         }
         if (v > SCHEMA_VERSION) {
-          throw new StoreOpenException("the store schema version " + v + " is newer than this binary supports ("
+          throw new StoreRefusedException("the store schema version " + v + " is newer than this binary supports ("
               + SCHEMA_VERSION + "); run a newer mbxrelay or restore a backup made by this version");
         }
+        StoreIntegrity.requireValidMetadata(conn, file); // refuse, never rewrite, bad meta (issue 10 item 5)
         if (v < SCHEMA_VERSION) {
           Migrations.migrate(conn, v);
           putMeta("schema_version", Integer.toString(SCHEMA_VERSION));
@@ -249,7 +254,7 @@ public final class SqliteRelayStore implements RelayStore {
         if (pinned == null) {
           putMeta("relay_pubkey", relayPubkey);
         } else if (!pinned.equals(relayPubkey)) {
-          throw new StoreOpenException("this store belongs to another relay key (store pins "
+          throw new StoreRefusedException("this store belongs to another relay key (store pins "
               + io.mbxrelay.crypto.Fingerprint.ofB64(pinned) + "); refusing to open it with relay key "
               + io.mbxrelay.crypto.Fingerprint.ofB64(relayPubkey));
         }
@@ -271,8 +276,9 @@ public final class SqliteRelayStore implements RelayStore {
           } catch (NumberFormatException e) {
             beat = Long.MIN_VALUE;
           }
-          if (beat == Long.MIN_VALUE || Math.abs(now - beat) > heartbeatStaleMs) {
-            rotatedReason = beat > now ? "heartbeat in the future" : "stale heartbeat";
+          long wallNow = io.mbxrelay.store.ClockGuard.wallMillis(clock); // the outside world's time, not guarded
+          if (beat == Long.MIN_VALUE || Math.abs(wallNow - beat) > heartbeatStaleMs) {
+            rotatedReason = beat > wallNow ? "heartbeat in the future" : "stale heartbeat";
             previous = meta("epoch").orElseThrow();
             String next = UUID.randomUUID().toString();
             putMeta("epoch", next);
@@ -576,8 +582,7 @@ public final class SqliteRelayStore implements RelayStore {
       addOp(op.op(), op.receiptJson());
       return true;
     } else if (command instanceof StoreCommand.Probe) {
-      // A real page write (same value) so a read-only or full store fails the probe, not just a read.
-      return statement("UPDATE meta SET v = v WHERE k = 'schema_version'").executeUpdate() == 1;
+      throw new IllegalArgumentException("a probe runs outside transactions (probeWriter)");
     }
     if (command instanceof StoreCommand.Rotate r) {
       dirtyEnrolments.add(r.oldPub());
@@ -1241,6 +1246,21 @@ public final class SqliteRelayStore implements RelayStore {
       return head(targetPubkey);
     } catch (SQLException e) {
       throw classify("read failed", e);
+    }
+  }
+
+  @Override
+  public boolean probeWriter() throws StoreException {
+    try (Statement st = conn.createStatement()) {
+      st.execute("BEGIN IMMEDIATE");
+      try (ResultSet rs = st.executeQuery("SELECT count(*) FROM meta WHERE k = 'schema_version'")) {
+        return rs.next() && rs.getInt(1) == 1;
+      } finally {
+        st.execute("ROLLBACK");
+      }
+    } catch (SQLException e) {
+      rollbackQuietly();
+      throw classify("probe failed", e);
     }
   }
 

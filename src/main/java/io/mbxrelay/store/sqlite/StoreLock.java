@@ -38,6 +38,12 @@ public final class StoreLock implements AutoCloseable {
     p.setProperty("busy_timeout", Long.toString(waitMs));
     Connection c = null;
     try {
+      StoreFiles.refuseLink(file);
+      StoreFiles.createOwnerOnly(file); // 0600, and its journal with it (issue 11 item 11)
+    } catch (java.io.IOException e) {
+      throw new StoreOpenException("cannot create " + file + ": " + e.getMessage(), e);
+    }
+    try {
       c = DriverManager.getConnection(SqliteSettings.url(file), p);
       try (Statement st = c.createStatement()) {
         st.execute("PRAGMA locking_mode=EXCLUSIVE");
