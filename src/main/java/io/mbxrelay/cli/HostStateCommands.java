@@ -306,7 +306,9 @@ final class HostStateCommands {
     @Option(names = "--once", description = "One tick, then exit.")
     boolean once;
 
-    @Option(names = "--interval-ms", defaultValue = "5000", paramLabel = "MS", description = "Pause between ticks.")
+    @Option(names = "--interval-ms", defaultValue = "5000", paramLabel = "MS", description = "Pause between ticks."
+        + " With a relay that offers long-poll pulls the pause is a wait on the relay that ends as soon as mail"
+        + " arrives (at most 25 s).")
     long intervalMs;
 
     @Override
@@ -315,8 +317,9 @@ final class HostStateCommands {
       try (HostStore s = store(); StandaloneTransports t = new StandaloneTransports(key, Clock.systemUTC());
           HostAgent a = agent(this, s, key, t)) {
         setting(s, "relay_url", "no relay set: run `mbxrelay host relay set URL` first");
+        int wait = (int) Math.max(1, intervalMs / 1000);
         while (true) {
-          TickReport r = a.tick();
+          TickReport r = a.tick(once ? 0 : wait);
           for (String n : r.notes()) {
             err().println("[mbxrelay] " + n);
           }
@@ -329,6 +332,9 @@ final class HostStateCommands {
           }
           if (once) {
             return r.session().equals("ok") ? HostSupport.OK : HostSupport.REFUSED;
+          }
+          if (r.relayPullWaitSeconds() > 0 && r.pulledAll()) {
+            continue; // the next tick waits on the relay (long-poll) instead of on a timer
           }
           Thread.sleep(Math.max(100, intervalMs));
         }

@@ -208,6 +208,7 @@ public final class ConfigLoader {
     range(v, "http.maxSmallBodyBytes", c.http().maxSmallBodyBytes(), 512, 1L << 20);
     range(v, "http.requestTimeoutMs", c.http().requestTimeoutMs(), 1000, 600_000);
     range(v, "http.idleTimeoutMs", c.http().idleTimeoutMs(), 1000, 600_000);
+    range(v, "http.maxPageBytesInFlight", c.http().maxPageBytesInFlight(), 0, 1L << 40);
     range(v, "store.readPoolSize", c.store().readPoolSize(), 1, 64);
     range(v, "store.writerBatchMax", c.store().writerBatchMax(), 1, 10_000);
     range(v, "store.writerTimeoutMs", c.store().writerTimeoutMs(), 1000, 600_000);

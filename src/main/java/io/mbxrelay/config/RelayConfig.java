@@ -40,9 +40,20 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    * @param maxBodyBytes streaming body cap for most routes (wire.md §3: 8 MiB)
    * @param maxSmallBodyBytes streaming body cap for challenge, enrol and rotate (wire.md §3: 8 KiB)
    * @param requestTimeoutMs a request whose body has not arrived in full by then is answered 408 and closed
-   * @param idleTimeoutMs an idle connection (no bytes either way) is closed after this long
+   * @param idleTimeoutMs an idle connection (no bytes either way) is closed after this long; a long-poll pull waits
+   *     at most 5 s less (and never more than 60 s)
+   * @param maxPageBytesInFlight pull page wire bytes held in memory at once over all connections, bytes; 0 = an eighth
+   *     of the heap (at least 16 MiB)
    */
-  public record Http(int instances, int maxBodyBytes, int maxSmallBodyBytes, long requestTimeoutMs, long idleTimeoutMs) {}
+  public record Http(int instances, int maxBodyBytes, int maxSmallBodyBytes, long requestTimeoutMs, long idleTimeoutMs,
+      long maxPageBytesInFlight) {
+
+    /** {@link #maxPageBytesInFlight} with its default applied, bytes. */
+    public long pageBytesInFlight() {
+      return maxPageBytesInFlight > 0 ? maxPageBytesInFlight
+          : Math.max(16L << 20, Runtime.getRuntime().maxMemory() / 8);
+    }
+  }
 
   /**
    * Store side.

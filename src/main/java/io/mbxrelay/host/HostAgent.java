@@ -369,6 +369,13 @@ public final class HostAgent implements AutoCloseable {
 
   // ---------------------------------------------------------------- tick
 
+  /** The longest pull wait the relay offered in the last session, s (0: none). */
+  private volatile int relayPullWait;
+  /** The relay key of the last session (the long-poll wait uses its transport). */
+  private volatile String sessionRelayPub;
+  /** Whether the last tick's pulls ended on a page without {@code more} (then waiting is worth it). */
+  private volatile boolean caughtUp;
+
   private final class Tick {
     String session = "ok";
     boolean epochChanged;
@@ -387,7 +394,8 @@ public final class HostAgent implements AutoCloseable {
       Optional<HostStore.Position> p = store.one("SELECT * FROM positions WHERE relay=?", HostStore.POSITION, url);
       return new TickReport(session, epochChanged, accepted, notAccepted, delivered, duplicates, receipts, notices,
           quarantined, p.map(HostStore.Position::receivedThrough).orElse(-1L),
-          p.map(HostStore.Position::ackedThrough).orElse(-1L), notes);
+          p.map(HostStore.Position::ackedThrough).orElse(-1L), notes, session.equals("ok") ? relayPullWait : 0,
+          session.equals("ok") && caughtUp);
     }
   }
 
@@ -410,14 +418,57 @@ public final class HostAgent implements AutoCloseable {
    * @throws Exception when the application's callback throws (rolled back; offered again next tick)
    */
   public TickReport tick() throws Exception {
+    return tick(0);
+  }
+
+  /** Longest pull wait a host asks for, s: inside the transport's 35 s idle timeout (seed 003 deadlines). */
+  public static final int MAX_PULL_WAIT_SECONDS = 25;
+
+  /** A page pulled with {@code wait} outside the store lock, and the position it was asked from. */
+  private record Prefetched(String epoch, long after, PullResult result) {}
+
+  /**
+   * A tick that may first wait for inbound mail: when the relay offers long-poll pulls ({@link RelayInfo
+   * #pullWaitMaxSeconds()}) and the last tick had pulled everything, pulls with {@code wait} (at most
+   * {@code waitSeconds}, the relay's offer and {@link #MAX_PULL_WAIT_SECONDS}) without holding the host store, then
+   * runs {@link #tick()} starting from the page that wait returned. A loop of {@code tick(n)} thus receives an item as
+   * soon as the relay commits it and pushes the outbox at least every {@code n} seconds, with no timer of its own.
+   * With {@code waitSeconds} 0, a relay without the offer, or pages still to pull, it is exactly {@link #tick()}.
+   *
+   * @param waitSeconds longest wait before the tick, s
+   * @return what the tick did
+   * @throws Exception as {@link #tick()}
+   */
+  public TickReport tick(int waitSeconds) throws Exception {
+    Prefetched pre = null;
+    int wait = Math.min(Math.min(waitSeconds, relayPullWait), MAX_PULL_WAIT_SECONDS);
+    String relayPub = sessionRelayPub;
+    if (wait > 0 && caughtUp && relayPub != null) {
+      Optional<HostStore.Position> pos;
+      int maxPull;
+      RelayTransport tr;
+      synchronized (store) {
+        pos = store.one("SELECT * FROM positions WHERE relay=?", HostStore.POSITION, url);
+        maxPull = store.one("SELECT max_pull FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(500);
+        tr = transport(relayPub);
+      }
+      if (pos.isPresent()) {
+        try {
+          pre = new Prefetched(pos.get().epoch(), pos.get().receivedThrough(),
+              tr.pull(pos.get().receivedThrough(), maxPull, pos.get().epoch(), wait));
+        } catch (RelayUnreachable e) {
+          // the tick below meets the same relay and reports it
+        }
+      }
+    }
     synchronized (store) {
       Tick t = new Tick();
       adoptRowsOfOtherRelays(t);
       checkDeadlines(t);
       try {
-        String relayPub = openSession(t);
-        pushDue(t, relayPub);
-        pullAll(t, relayPub);
+        String relayPub2 = openSession(t);
+        pushDue(t, relayPub2);
+        pullAll(t, relayPub2, pre != null && relayPub2.equals(relayPub) ? pre : null);
         store.update("UPDATE relays SET last_error=NULL, last_ok_at=?, session_failures=0 WHERE url=?", now(), url);
       } catch (Stop s) {
         t.session = s.session;
@@ -523,6 +574,8 @@ public final class HostAgent implements AutoCloseable {
     }
     String relayPub = st.get().relayPubkey();
     RelayInfo info = info(t, relayPub);
+    relayPullWait = info.pullWaitMaxSeconds();
+    sessionRelayPub = relayPub;
     store.update("UPDATE relays SET retention_days=?, max_batch=?, max_pull=? WHERE url=?",
         info.limits().retentionDays() > 0 ? info.limits().retentionDays() : 14,
         info.limits().maxBatch() > 0 ? info.limits().maxBatch() : 200,
@@ -822,17 +875,22 @@ public final class HostAgent implements AutoCloseable {
 
   // ---- receiver ----
 
-  private void pullAll(Tick t, String relayPub) throws Exception {
+  private void pullAll(Tick t, String relayPub, Prefetched pre) throws Exception {
+    caughtUp = false;
     int maxPull = store.one("SELECT max_pull FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(500);
     for (int page = 0; page < MAX_PAGES; page++) {
       HostStore.Position pos = store.one("SELECT * FROM positions WHERE relay=?", HostStore.POSITION, url)
           .orElseThrow();
       PullResult r;
-      try {
-        r = transport(relayPub).pull(pos.receivedThrough(), maxPull, pos.epoch());
-      } catch (RelayUnreachable e) {
-        t.notes.add("pull failed (relay unreachable); retried next tick");
-        return;
+      if (page == 0 && pre != null && pre.epoch().equals(pos.epoch()) && pre.after() == pos.receivedThrough()) {
+        r = pre.result(); // the page a long-poll wait brought, asked from this very position
+      } else {
+        try {
+          r = transport(relayPub).pull(pos.receivedThrough(), maxPull, pos.epoch());
+        } catch (RelayUnreachable e) {
+          t.notes.add("pull failed (relay unreachable); retried next tick");
+          return;
+        }
       }
       if (r instanceof EpochChanged e) {
         if (e.currentEpoch().isEmpty()) {
@@ -870,6 +928,7 @@ public final class HostAgent implements AutoCloseable {
         return;
       }
       if (!p.more()) {
+        caughtUp = true;
         return;
       }
     }

@@ -194,8 +194,10 @@ public final class RelayClient implements AutoCloseable {
           y.path("acked_through").asLong(), y.has("enc_ad") ? y.get("enc_ad") : Json.MAPPER.nullNode()));
     }
     String version = text(j, "version");
+    JsonNode wait = j.path("features").path("pull_wait_max_seconds");
+    int waitMax = wait.isIntegralNumber() && wait.asLong() > 0 ? (int) Math.min(3600, wait.asLong()) : 0;
     return new InfoResult.Ok(new RelayInfo(2, pub, epoch, version == null ? "" : version,
-        RelayInfo.Limits.of(limits), you));
+        RelayInfo.Limits.of(limits), you, waitMax));
   }
 
   /**
@@ -309,12 +311,31 @@ public final class RelayClient implements AutoCloseable {
    *     differs from {@code epoch}; {@link Refused}; {@link BadAnswer}. Fails only on I/O.
    */
   public Future<PullResult> pull(long after, int limit, String epoch) {
+    return pull(after, limit, epoch, 0);
+  }
+
+  /**
+   * Pulls one page, and when it would be empty lets the relay hold the request until an item for this host arrives
+   * or {@code waitSeconds} pass ({@code &wait=N}, mbxrelay's long-poll; only for a relay whose {@link RelayInfo}
+   * offers it). The answer is a normal page. The request's own timeout must exceed the wait.
+   *
+   * @param after return items with seq above this (≥ 0)
+   * @param limit items per page, 1–500; ≤ 0 omits the parameter
+   * @param epoch the position's epoch or null
+   * @param waitSeconds how long the relay may hold the pull, s; 0 = do not wait (exactly {@link #pull(long, int,
+   *     String)})
+   * @return as {@link #pull(long, int, String)}
+   */
+  public Future<PullResult> pull(long after, int limit, String epoch, int waitSeconds) {
     StringBuilder q = new StringBuilder("/v2/relay/items?after=").append(Math.max(0, after));
     if (limit > 0) {
       q.append("&limit=").append(limit);
     }
     if (epoch != null) {
       q.append("&epoch=").append(encodeUriComponent(epoch));
+    }
+    if (waitSeconds > 0) {
+      q.append("&wait=").append(waitSeconds);
     }
     return send(HttpMethod.GET, q.toString(), null, true).map(a -> pageOf(a, epoch));
   }

@@ -13,8 +13,16 @@ import java.util.Optional;
  * @param limits the relay limits
  * @param you this host's state on the relay; present only when the signed hop verified (i.e. this host is enrolled
  *     and its key is live)
+ * @param pullWaitMaxSeconds the longest {@code wait} the relay grants a pull ({@code info.features
+ *     .pull_wait_max_seconds}, an mbxrelay extension that other relays do not send), 0 when it offers none
  */
-public record RelayInfo(int v, String relayPubkey, String epoch, String version, Limits limits, Optional<You> you) {
+public record RelayInfo(int v, String relayPubkey, String epoch, String version, Limits limits, Optional<You> you,
+    int pullWaitMaxSeconds) {
+
+  /** Info from a relay without long-poll pulls. */
+  public RelayInfo(int v, String relayPubkey, String epoch, String version, Limits limits, Optional<You> you) {
+    this(v, relayPubkey, epoch, version, limits, you, 0);
+  }
 
   /**
    * The {@code limits} object (wire.md §4.7; defaults in that order 524288, 200, 500, 8388608, 64, 14, 10000,

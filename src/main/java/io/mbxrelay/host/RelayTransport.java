@@ -42,6 +42,18 @@ public interface RelayTransport extends AutoCloseable {
    */
   PullResult pull(long after, int limit, String epoch) throws RelayUnreachable;
 
+  /**
+   * A pull the relay may hold until an item arrives ({@link RelayClient#pull(long, int, String, int)}); transports
+   * without long-poll pull at once.
+   *
+   * @param after seq to pull after @param limit page size @param epoch position epoch or null
+   * @param waitSeconds longest hold, s (0 = none)
+   * @return page outcome @throws RelayUnreachable on I/O
+   */
+  default PullResult pull(long after, int limit, String epoch, int waitSeconds) throws RelayUnreachable {
+    return pull(after, limit, epoch);
+  }
+
   /** @param epoch epoch @param through seq @return ack outcome @throws RelayUnreachable on I/O */
   AckResult ack(String epoch, long through) throws RelayUnreachable;
 

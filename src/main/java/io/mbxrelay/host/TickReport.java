@@ -20,10 +20,14 @@ import java.util.List;
  * @param receivedThrough receive position after the tick (-1 when no session)
  * @param ackedThrough acked marker after the tick (-1 when no session)
  * @param notes human-readable lines (no key material)
+ * @param relayPullWaitSeconds the longest pull wait the relay offers (0 when none, or no session)
+ * @param pulledAll whether the tick's pulls ended on a page without {@code more}; with {@code relayPullWaitSeconds}
+ *     above 0 a caller looping on {@link HostAgent#tick(int)} then needs no timer of its own (the next tick waits on
+ *     the relay)
  */
 public record TickReport(String session, boolean epochChanged, int accepted, int notAccepted, int delivered,
     int duplicates, int receipts, int notices, int quarantined, long receivedThrough, long ackedThrough,
-    List<String> notes) {
+    List<String> notes, int relayPullWaitSeconds, boolean pulledAll) {
 
   /** Copies the notes. */
   public TickReport {

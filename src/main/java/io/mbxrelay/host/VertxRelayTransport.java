@@ -85,6 +85,11 @@ public final class VertxRelayTransport implements RelayTransport {
   }
 
   @Override
+  public PullResult pull(long after, int limit, String epoch, int waitSeconds) throws RelayUnreachable {
+    return await(client.pull(after, limit, epoch, waitSeconds), 1);
+  }
+
+  @Override
   public AckResult ack(String epoch, long through) throws RelayUnreachable {
     return await(client.ack(epoch, through), 1);
   }

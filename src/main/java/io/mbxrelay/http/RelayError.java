@@ -24,6 +24,11 @@ public final class RelayError extends RuntimeException {
   /** 503 when the writer's outcome is unknown or the store is unavailable: retry (dedup makes it safe). */
   public static final RelayError STORE_UNAVAILABLE = new RelayError(503, "store unavailable; retry later", null);
   /** 500 for a bug; no detail leaks. */
+  /**
+   * 503 when a bound on memory held for answers is reached (pull pages being written to slow readers): retry shortly.
+   * Answered with {@code Retry-After}.
+   */
+  public static final RelayError BUSY = new RelayError(503, "relay busy; retry later", null);
   public static final RelayError INTERNAL = new RelayError(500, "internal error", null);
   /** 408 when the body did not arrive within the request timeout. */
   public static final RelayError REQUEST_TIMEOUT = new RelayError(408, "request timeout", null);

@@ -416,6 +416,8 @@ public final class RelayRoutes {
     l.put("max_sender_bytes", limits.maxSenderBytes());
     l.put("max_owner_items", limits.maxOwnerItems());
     l.put("max_owner_bytes", limits.maxOwnerBytes());
+    // Beyond the reference (issue 9): what this relay can do that a client may use; clients ignore unknown keys.
+    info.putObject("features").put("pull_wait_max_seconds", maxWaitSeconds());
     verifyHop(ctx).compose(caller -> {
       if (caller.isEmpty()) {
         return Future.succeededFuture(info);
@@ -741,39 +743,197 @@ public final class RelayRoutes {
       extra.put("epoch", s.epoch());
       throw new RelayError(409, EPOCH_CHANGED, null, extra);
     }
-    s.reads().pull(caller.hostPubkey(), after, limit, limits.maxPullBytes()).onSuccess(page -> {
-      s.metrics().pullPage(page.items().size());
-      writePage(ctx, page, after);
-    }).onFailure(ctx::fail);
+    new PagePull(ctx, caller.hostPubkey(), after, limit, waitMs(q.get("wait"))).start();
+  }
+
+  /** The most a pull may wait, s: 60, and always 5 s inside the connection idle timeout. */
+  int maxWaitSeconds() {
+    return (int) Math.max(0, Math.min(60, (s.config().http().idleTimeoutMs() - 5_000) / 1000));
+  }
+
+  /** {@code wait} in ms: {@code floor(Number(wait))} seconds, clamped to 0..{@link #maxWaitSeconds()}; absent → 0. */
+  private long waitMs(String raw) {
+    if (raw == null) {
+      return 0;
+    }
+    double w = Math.floor(JsNumber.ofString(raw));
+    return Double.isNaN(w) || w <= 0 ? 0 : (long) Math.min(w, maxWaitSeconds()) * 1000;
   }
 
   /**
-   * Writes a pull page (wire.md §3 key order {@code epoch, head_seq, items, last_seq, more}) item by item, so a full
-   * 8 MiB page never exists as one JSON tree and one string at the same time (a hosted relay serves many pulls at
-   * once). The bytes are exactly those of {@code JSON.stringify} of the whole answer; only the transfer is chunked.
+   * One pull page, possibly a long poll: read the page; when it is empty and the caller asked to wait, stay registered
+   * with {@link PullWaiters} until an item for the caller commits (then read again) or the wait ends (then read again
+   * and answer what is there, normally the empty page). Registered before the first read, so an item committed while
+   * that read runs still wakes it. A wake that finds nothing (a rolled-back insert) waits on. Every step runs on the
+   * request's event loop.
    */
-  private void writePage(RoutingContext ctx, ReadStore.Page page, long after) {
+  private final class PagePull implements PullWaiters.Waiter {
+    private final RoutingContext ctx;
+    private final String target;
+    private final long after;
+    private final int limit;
+    private final long deadlineNanos;
+    private Runnable unregister;
+    private long timer = -1;
+    private boolean reading;
+    private boolean wokenWhileReading;
+    private boolean done;
+
+    PagePull(RoutingContext ctx, String target, long after, int limit, long waitMs) {
+      this.ctx = ctx;
+      this.target = target;
+      this.after = after;
+      this.limit = limit;
+      this.deadlineNanos = waitMs == 0 ? 0 : System.nanoTime() + waitMs * 1_000_000L;
+    }
+
+    void start() {
+      if (deadlineNanos != 0) {
+        unregister = s.waiters().register(target, ctx.vertx().getOrCreateContext(), this);
+        if (unregister != null) {
+          ctx.response().closeHandler(v -> finish());
+          timer = ctx.vertx().setTimer(Math.max(1, (deadlineNanos - System.nanoTime()) / 1_000_000L), id -> {
+            timer = -1;
+            read(true);
+          });
+        }
+      }
+      read(false);
+    }
+
+    @Override
+    public void woken() {
+      if (done) {
+        return;
+      }
+      if (reading) {
+        wokenWhileReading = true;
+      } else {
+        read(false);
+      }
+    }
+
+    private void read(boolean last) {
+      if (done) {
+        return;
+      }
+      if (reading) {
+        wokenWhileReading |= last;
+        return;
+      }
+      long reserved = s.pageBudget().reserve(limits.maxPullBytes());
+      if (reserved <= 0) {
+        finish();
+        ctx.response().putHeader("retry-after", "1");
+        ctx.fail(RelayError.BUSY);
+        return;
+      }
+      reading = true;
+      wokenWhileReading = false;
+      s.reads().pull(target, after, limit, reserved).onComplete(ar -> {
+        reading = false;
+        if (ar.failed() || done) {
+          s.pageBudget().release(reserved);
+          if (!done) {
+            finish();
+            ctx.fail(ar.cause());
+          }
+          return;
+        }
+        ReadStore.Page page = ar.result();
+        boolean waiting = unregister != null && timer != -1 && System.nanoTime() < deadlineNanos;
+        if (page.items().isEmpty() && waiting) {
+          s.pageBudget().release(reserved);
+          if (wokenWhileReading) {
+            read(false); // an item committed while this read ran
+          }
+          return; // wait for an item or the deadline
+        }
+        finish();
+        s.metrics().pullPage(page.items().size());
+        long bytes = 0;
+        for (ReadStore.PulledItem it : page.items()) {
+          bytes += it.wire().length;
+        }
+        s.pageBudget().settle(reserved, bytes);
+        writePage(ctx, page, after, bytes);
+      });
+    }
+
+    private void finish() {
+      done = true;
+      if (unregister != null) {
+        unregister.run();
+        unregister = null;
+      }
+      if (timer != -1) {
+        ctx.vertx().cancelTimer(timer);
+        timer = -1;
+      }
+    }
+  }
+
+  /**
+   * Writes a pull page (wire.md §3 key order {@code epoch, head_seq, items, last_seq, more}) item by item with
+   * back-pressure: an item is written only while the connection's write queue is below its mark, the rest when the
+   * client has read (issue 10 item 12). So a full 8 MiB page never exists as one JSON tree and one string, and a client
+   * that does not read holds at most its page's wire bytes ({@code held}, counted in {@link PageBudget} until the
+   * answer ended or the connection closed). The bytes are exactly
+   * those of {@code JSON.stringify} of the whole answer; only the transfer is chunked.
+   */
+  private void writePage(RoutingContext ctx, ReadStore.Page page, long after, long held) {
     if (ctx.response().ended() || ctx.response().closed()) {
+      s.pageBudget().release(held);
       return; // the client went away; nothing was acked, so nothing is lost
     }
-    ctx.response().setStatusCode(200).putHeader("content-type", "application/json").setChunked(true);
-    ctx.response().write("{\"epoch\":" + Json.stringify(Json.MAPPER.getNodeFactory().textNode(s.epoch()))
+    io.vertx.core.http.HttpServerResponse resp = ctx.response();
+    boolean[] released = {false};
+    Runnable release = () -> {
+      if (!released[0]) {
+        released[0] = true;
+        s.pageBudget().release(held);
+      }
+    };
+    resp.closeHandler(v -> release.run());
+    resp.setStatusCode(200).putHeader("content-type", "application/json").setChunked(true)
+        .setWriteQueueMaxSize(WRITE_QUEUE_BYTES);
+    resp.write("{\"epoch\":" + Json.stringify(Json.MAPPER.getNodeFactory().textNode(s.epoch()))
         + ",\"head_seq\":" + page.headSeq() + ",\"items\":[");
-    long last = after;
-    boolean first = true;
-    for (ReadStore.PulledItem it : page.items()) {
-      ObjectNode n = Json.MAPPER.createObjectNode();
-      n.put("seq", it.seq());
-      n.put("kind", it.kind());
-      n.put("item_id", it.itemId());
-      n.put("sender_pubkey", it.senderPubkey());
-      n.put("wire_b64", B64.encode(it.wire()));
-      ctx.response().write(first ? Json.stringify(n) : "," + Json.stringify(n));
-      first = false;
-      last = it.seq();
-    }
-    ctx.response().end("],\"last_seq\":" + last + ",\"more\":" + page.more() + "}");
+    java.util.Iterator<ReadStore.PulledItem> items = page.items().iterator();
+    long last = page.items().isEmpty() ? after : page.items().get(page.items().size() - 1).seq();
+    String tail = "],\"last_seq\":" + last + ",\"more\":" + page.more() + "}";
+    new Object() {
+      boolean first = true;
+
+      void next() {
+        while (items.hasNext()) {
+          if (resp.closed()) {
+            release.run();
+            return;
+          }
+          if (resp.writeQueueFull()) {
+            resp.drainHandler(v -> next());
+            return;
+          }
+          ReadStore.PulledItem it = items.next();
+          StringBuilder b = new StringBuilder(64 + it.wire().length * 4 / 3);
+          b.append(first ? "{\"seq\":" : ",{\"seq\":").append(Json.number(it.seq())).append(",\"kind\":");
+          Json.appendString(it.kind(), b);
+          b.append(",\"item_id\":");
+          Json.appendString(it.itemId(), b);
+          b.append(",\"sender_pubkey\":");
+          Json.appendString(it.senderPubkey(), b);
+          b.append(",\"wire_b64\":\"").append(B64.encode(it.wire())).append("\"}");
+          resp.write(b.toString());
+          first = false;
+        }
+        resp.end(tail).onComplete(ar -> release.run());
+      }
+    }.next();
   }
+
+  /** A pull answer's write-queue mark, bytes: above it, the next item waits until the client read. */
+  private static final int WRITE_QUEUE_BYTES = 256 * 1024;
 
   // ---- ack v2 (wire.md §3) ----
 

@@ -128,6 +128,10 @@ public final class RelayMetrics implements AutoCloseable {
   public static final String SWEEP_INTERVAL = "mbxrelay.sweep.interval.seconds";
   /** Gauge: entries in the hop replay cache (0 until that cache exists). */
   public static final String REPLAY_CACHE_SIZE = "mbxrelay.replay.cache.size";
+  /** Gauge: long-poll pulls waiting for an item (issue 9). */
+  public static final String PULL_WAITING = "mbxrelay.pull.waiting";
+  /** Gauge: wire bytes of pull pages held while being written, bytes (issue 10 item 12). */
+  public static final String PULL_PAGE_BYTES_HELD = "mbxrelay.pull.page.held";
   /** Exact replays of state-changing hops refused (401). */
   public static final String REPLAYS_REFUSED = "mbxrelay.replay.refused";
   /** Live replay-cache entries evicted to stay within its bounds. */
@@ -184,6 +188,8 @@ public final class RelayMetrics implements AutoCloseable {
   private volatile BooleanSupplier writerFailStopped = () -> false;
   private volatile BooleanSupplier ready = () -> false;
   private volatile LongSupplier replayCacheSize = () -> 0;
+  private volatile LongSupplier pullWaiting = () -> 0;
+  private volatile LongSupplier pageBytesHeld = () -> 0;
   private volatile DoubleSupplier jwksAgeSeconds = () -> 0;
 
   /**
@@ -268,6 +274,10 @@ public final class RelayMetrics implements AutoCloseable {
         .description("1 when the writer stopped after corruption").register(registry);
     Gauge.builder(READY, () -> ready.getAsBoolean() ? 1 : 0).description("1 when /ready answers 200")
         .register(registry);
+    Gauge.builder(PULL_WAITING, () -> pullWaiting.getAsLong()).description("long-poll pulls waiting for an item")
+        .register(registry);
+    Gauge.builder(PULL_PAGE_BYTES_HELD, () -> pageBytesHeld.getAsLong()).baseUnit("bytes")
+        .description("wire bytes of pull pages held while being written").register(registry);
     Gauge.builder(REPLAY_CACHE_SIZE, () -> replayCacheSize.getAsLong()).description("hop replay cache entries")
         .register(registry);
     Gauge.builder(JWKS_AGE, () -> jwksAgeSeconds.getAsDouble()).description("age of the JWKS snapshot")
@@ -527,6 +537,17 @@ public final class RelayMetrics implements AutoCloseable {
   }
 
   // ---- replay cache and JWKS (bound by their owners) ----
+
+  /**
+   * Binds the pull gauges (until bound they read 0).
+   *
+   * @param waiting long-poll pulls waiting now
+   * @param pageBytes pull page bytes held now
+   */
+  public void bindPulls(LongSupplier waiting, LongSupplier pageBytes) {
+    this.pullWaiting = Objects.requireNonNull(waiting);
+    this.pageBytesHeld = Objects.requireNonNull(pageBytes);
+  }
 
   /**
    * Binds the replay-cache size gauge (until bound it reads 0).

@@ -183,13 +183,18 @@ public final class RelayServer implements AutoCloseable {
         m.bindJwksAge(cache::ageSeconds);
         cache.onRefresh(m::jwksRefresh);
       }
+      // long-poll pulls wake when the writer commits items for their host; pull pages in memory are bounded
+      io.mbxrelay.http.PullWaiters waiters = new io.mbxrelay.http.PullWaiters(l.maxEnrolments());
+      store.onNewItems(waiters::wake);
+      io.mbxrelay.http.PageBudget pageBudget = new io.mbxrelay.http.PageBudget(config.http().pageBytesInFlight());
+      m.bindPulls(waiters::waiting, pageBudget::held);
       RelayServices services = new RelayServices(config, relayKey, store.epoch(), version(), reads, store.enrolments(),
           new StoreClient(vertx, config.store().writerTimeoutMs()),
           new ChallengeStore(l.maxOpenChallenges(), l.challengeTtlMs()),
           SlidingWindowLimiter.forClientAddresses(l.enrolCallsPerMinute(), 60_000, l.rateTableMaxKeys(),
               config.trust().ipv6PrefixBits()),
           new SlidingWindowLimiter(l.pushRequestsPerMinute(), 60_000, l.rateTableMaxKeys()),
-          authority, options.clientAddress(), options.clock(), trust, metrics);
+          authority, options.clientAddress(), options.clock(), trust, metrics, waiters, pageBudget);
       deployments.add(await(vertx.deployVerticle(new HeartbeatVerticle(services.writes(),
           config.timers().heartbeatMs()))));
       m.bindClock(clock::status);

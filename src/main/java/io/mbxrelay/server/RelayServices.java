@@ -29,6 +29,8 @@ import java.util.Objects;
  * @param clock time source
  * @param trust replay cache, admin token and issuer keys (issue 3)
  * @param metrics the relay's meters
+ * @param waiters long-poll pulls waiting for items (woken by the writer)
+ * @param pageBudget pull page bytes held in memory at once
  */
 public record RelayServices(
     RelayConfig config,
@@ -45,7 +47,9 @@ public record RelayServices(
     ClientAddress clientAddress,
     Clock clock,
     TrustServices trust,
-    RelayMetrics metrics) {
+    RelayMetrics metrics,
+    io.mbxrelay.http.PullWaiters waiters,
+    io.mbxrelay.http.PageBudget pageBudget) {
 
   public RelayServices {
     Objects.requireNonNull(config);
@@ -63,5 +67,7 @@ public record RelayServices(
     Objects.requireNonNull(clock);
     Objects.requireNonNull(trust);
     Objects.requireNonNull(metrics);
+    Objects.requireNonNull(waiters);
+    Objects.requireNonNull(pageBudget);
   }
 }

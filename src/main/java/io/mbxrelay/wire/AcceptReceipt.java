@@ -61,7 +61,7 @@ public record AcceptReceipt(String relayPubkey, String epoch, String senderPubke
       Target t = targets.get(i);
       b.append(i == 0 ? "{\"host_pubkey\":" : ",{\"host_pubkey\":");
       JsonText.string(t.hostPubkey(), b);
-      b.append(",\"seq\":").append(number(t.seq())).append(",\"wire_hash\":");
+      b.append(",\"seq\":").append(Json.number(t.seq())).append(",\"wire_hash\":");
       JsonText.string(t.wireHash(), b);
       b.append('}');
     }
@@ -85,7 +85,7 @@ public record AcceptReceipt(String relayPubkey, String epoch, String senderPubke
       Target t = targets.get(i);
       out.append(i == 0 ? "{\"host_pubkey\":" : ",{\"host_pubkey\":");
       JsonText.string(t.hostPubkey(), out);
-      out.append(",\"seq\":").append(number(t.seq())).append('}');
+      out.append(",\"seq\":").append(Json.number(t.seq())).append('}');
     }
     out.append("],\"accept\":{\"v\":1,\"type\":\"relay-accept\",\"relay_pubkey\":");
     JsonText.string(relayPubkey, out);
@@ -100,7 +100,7 @@ public record AcceptReceipt(String relayPubkey, String epoch, String senderPubke
       Target t = targets.get(i);
       out.append(i == 0 ? "{\"host_pubkey\":" : ",{\"host_pubkey\":");
       JsonText.string(t.hostPubkey(), out);
-      out.append(",\"seq\":").append(number(t.seq())).append(",\"wire_hash\":");
+      out.append(",\"seq\":").append(Json.number(t.seq())).append(",\"wire_hash\":");
       JsonText.string(t.wireHash(), out);
       out.append('}');
     }
@@ -124,10 +124,5 @@ public record AcceptReceipt(String relayPubkey, String epoch, String senderPubke
     out.append(",\"status\":");
     JsonText.string("rejected:" + why, out);
     out.append(",\"targets\":[]}");
-  }
-
-  /** A JS number as text: safe integers are their decimal digits, anything else follows {@link EsNumber}. */
-  private static String number(long v) {
-    return Math.abs(v) <= (1L << 53) ? Long.toString(v) : EsNumber.toString((double) v);
   }
 }

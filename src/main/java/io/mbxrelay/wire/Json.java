@@ -118,4 +118,26 @@ public final class Json {
     }
     return "invalid JSON: " + msg;
   }
+
+  /**
+   * Appends a string as {@code JSON.stringify} writes it (quotes and ES2019 escaping), for answers written piece by
+   * piece.
+   *
+   * @param text the string (not null)
+   * @param out where to append
+   */
+  public static void appendString(String text, StringBuilder out) {
+    JsonText.string(text, out);
+  }
+
+  /**
+   * A whole number as JS writes it: safe integers are their decimal digits, anything larger goes through the double
+   * it is in JS ({@link EsNumber}).
+   *
+   * @param v the value
+   * @return its JSON text
+   */
+  public static String number(long v) {
+    return Math.abs(v) <= (1L << 53) ? Long.toString(v) : EsNumber.toString((double) v);
+  }
 }

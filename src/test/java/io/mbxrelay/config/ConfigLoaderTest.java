@@ -113,7 +113,8 @@ class ConfigLoaderTest {
         .isLessThanOrEqualTo(c.http().idleTimeoutMs())
         .isLessThanOrEqualTo(c.http().requestTimeoutMs());
     // issue 10 item 11: the writer waited 30 s while the idle timer closed connections at 10 s
-    assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("MBX_RELAY_STORE_WRITER_TIMEOUT_MS", "30000")))
+    assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("MBX_RELAY_STORE_WRITER_TIMEOUT_MS", "30000",
+        "MBX_RELAY_HTTP_IDLE_TIMEOUT_MS", "10000")))
         .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.violations()).containsExactly(
             "store.writerTimeoutMs (30000) must be at least 2000 ms shorter than http.idleTimeoutMs (10000), or a"
                 + " request waiting for the writer loses its connection before its answer",

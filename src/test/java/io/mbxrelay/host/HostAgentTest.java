@@ -116,6 +116,11 @@ class HostAgentTest {
       return real.pull(after, limit, epoch);
     }
 
+    @Override
+    public PullResult pull(long after, int limit, String epoch, int waitSeconds) throws RelayUnreachable {
+      return real.pull(after, limit, epoch, waitSeconds);
+    }
+
     public AckResult ack(String epoch, long through) throws RelayUnreachable {
       acks.incrementAndGet();
       if (loseAcks > 0) {
@@ -233,6 +238,44 @@ class HostAgentTest {
     assertThat(t.accepted()).isEqualTo(1);
     b.tick();
     assertThat(b.received).containsExactly(id);
+  }
+
+  private long waitingPulls() {
+    return relay.server.metrics().scrape().lines().filter(l -> l.startsWith("mbxrelay_pull_waiting "))
+        .mapToLong(l -> (long) Double.parseDouble(l.substring(l.indexOf(' ') + 1))).findFirst().orElse(-1);
+  }
+
+  @Test
+  void aTickWithAWaitReceivesMailAsSoonAsTheRelayCommitsItWithNoTimer() throws Exception {
+    Host[] h = pair();
+    Host a = h[0];
+    Host b = h[1];
+    assertThat(b.tick().relayPullWaitSeconds()).as("the relay offers long-poll pulls").isEqualTo(60);
+    long start = System.nanoTime();
+    java.util.concurrent.CompletableFuture<TickReport> waiting = java.util.concurrent.CompletableFuture.supplyAsync(
+        () -> {
+          try {
+            return b.agent.tick(8);
+          } catch (Exception e) {
+            throw new IllegalStateException(e);
+          }
+        });
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    while (waitingPulls() == 0 && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+    }
+    assertThat(waitingPulls()).as("b waits on the relay, not on a timer").isEqualTo(1);
+    assertThat(waiting).isNotDone();
+    String id = Envelopes.newId();
+    a.agent.send(id, b.pub(), Envelopes.sealed(id));
+    assertThat(a.tick().accepted()).isEqualTo(1);
+    TickReport tb = waiting.get(10, TimeUnit.SECONDS);
+    assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).as("woken by the push, not the 8 s wait")
+        .isLessThan(7_000);
+    assertThat(tb.delivered()).isEqualTo(1);
+    assertThat(b.received).containsExactly(id);
+    assertThat(tb.pulledAll()).isTrue();
+    assertThat(tb.ackedThrough()).isEqualTo(a.row(id).seq());
   }
 
   @Test

@@ -73,6 +73,9 @@ public final class SqliteRelayStore implements RelayStore {
   private long dataVersion = -1;
   private long lastIsoMs;
   private String lastIso;
+  /** Targets that received an item in the open transaction (for long-poll pulls, after COMMIT). */
+  private final Set<String> newItemTargets = new HashSet<>();
+  private java.util.function.Consumer<Set<String>> newItems = targets -> {};
 
   private SqliteRelayStore(Path file, Connection conn, Clock clock, RelayConfig.Limits limits, String relayPubkey,
       String epoch) {
@@ -192,6 +195,17 @@ public final class SqliteRelayStore implements RelayStore {
   /** Installs the commit hook (test crash harness only). */
   public void commitHook(CommitHook hook) {
     this.hook = Objects.requireNonNull(hook);
+  }
+
+  /**
+   * Installs the observer of committed items: called on the writer thread after each COMMIT that stored at least one
+   * item, before any reply of that transaction, with the targets that received items (long-poll pulls wake on it).
+   * A target may be named when a rolled-back command of the transaction had inserted for it: observers re-read.
+   *
+   * @param observer receives an unmodifiable set of target keys
+   */
+  public void onNewItems(java.util.function.Consumer<Set<String>> observer) {
+    this.newItems = Objects.requireNonNull(observer);
   }
 
   /**
@@ -430,6 +444,15 @@ public final class SqliteRelayStore implements RelayStore {
       throw e;
     }
     afterCommit();
+    if (!newItemTargets.isEmpty()) {
+      Set<String> targets = Set.copyOf(newItemTargets);
+      newItemTargets.clear();
+      try {
+        newItems.accept(targets);
+      } catch (RuntimeException e) {
+        LOG.warn("new-item observer failed [error: {}]", e.toString());
+      }
+    }
     hook.at(commands, true);
     return results;
   }
@@ -492,6 +515,7 @@ public final class SqliteRelayStore implements RelayStore {
 
   /** After ROLLBACK: nothing of this transaction happened; drop what was derived from it. */
   private void afterRollback() {
+    newItemTargets.clear();
     dirtyEnrolments.clear();
     reloadEnrolments = false;
     state.dropAll();
@@ -595,6 +619,7 @@ public final class SqliteRelayStore implements RelayStore {
       if (command instanceof StoreCommand.PublishSenders p) {
         state.removeAllowlist(p.targetPubkey());
       } else if (command instanceof StoreCommand.Rotate r) {
+        newItemTargets.add(r.newPub());
         recountUsage(r.oldPub()); // the queue moved by SQL of its own
         recountUsage(r.newPub());
         state.dropUsageAndLists();
@@ -945,6 +970,7 @@ public final class SqliteRelayStore implements RelayStore {
 
   private void insertItem(String target, long seq, String kind, String itemId, String sender, String senderHost,
       byte[] wire, String wireHash, String nowIso, String expiresAt) throws SQLException {
+    newItemTargets.add(target);
     PreparedStatement ps = statement("INSERT INTO items(target_pubkey, seq, kind, item_id,"
         + " sender_pubkey, sender_host, wire, wire_hash, bytes, accepted_at, expires_at)"
         + " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
