@@ -15,6 +15,9 @@ RUN groupadd --system --gid 10001 mbxrelay \
 COPY --from=build /src/target/mbxrelay.jar /opt/mbxrelay/mbxrelay.jar
 USER mbxrelay
 ENV MBX_RELAY_DIR=/data
+# Heap bounded like scripts/mbxrelay and the systemd unit (docs/performance.md "Memory"); override at run time with
+# -e JAVA_TOOL_OPTIONS=... (a command-line -Xmx, like the healthcheck's, still wins over it).
+ENV JAVA_TOOL_OPTIONS="-Xmx512m"
 # Admin server (/metrics, /health, /ready): loopback inside the container, so HEALTHCHECK reaches it and nothing
 # outside does. To scrape from another container set MBX_RELAY_ADMIN_BIND=0.0.0.0 and publish 7375 on a private
 # network only (docs/operations.md "Admin port").
