@@ -229,6 +229,10 @@ public final class ConfigLoader {
     range(v, "limits.maxSenderBytes", l.maxSenderBytes(), 1024, 1L << 40);
     range(v, "limits.maxOwnerItems", l.maxOwnerItems(), 1, 100_000_000);
     range(v, "limits.maxOwnerBytes", l.maxOwnerBytes(), 1024, 1L << 40);
+    range(v, "limits.maxSenderTotalItems", l.maxSenderTotalItems(), 1, 100_000_000);
+    range(v, "limits.maxSenderTotalBytes", l.maxSenderTotalBytes(), 1024, 1L << 40);
+    range(v, "limits.maxStoreItems", l.maxStoreItems(), 1, 10_000_000_000L);
+    range(v, "limits.maxStoreBytes", l.maxStoreBytes(), 1L << 20, 1L << 50);
     range(v, "limits.maxEnrolments", l.maxEnrolments(), 1, 100_000_000);
     range(v, "limits.maxOpenChallenges", l.maxOpenChallenges(), 1, 10_000_000);
     range(v, "limits.challengeTtlMs", l.challengeTtlMs(), 1000, 3_600_000);

@@ -96,6 +96,10 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    * @param maxPerName live enrolments a v1 name may carry before it is crowded
    * @param maxSenders keys in one sender allowlist
    * @param hopWindowMs allowed clock difference of a signed hop, both directions
+   * @param maxSenderTotalItems one sender's queued items over all targets (issue 11 item 8)
+   * @param maxSenderTotalBytes one sender's queued bytes over all targets
+   * @param maxStoreItems queued items in the whole store
+   * @param maxStoreBytes queued wire bytes in the whole store
    */
   public record Limits(
       int maxItemBytes,
@@ -118,7 +122,11 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
       int rateTableMaxKeys,
       int maxPerName,
       int maxSenders,
-      long hopWindowMs) {
+      long hopWindowMs,
+      int maxSenderTotalItems,
+      long maxSenderTotalBytes,
+      long maxStoreItems,
+      long maxStoreBytes) {
 
     /** Retention in milliseconds. */
     public long retentionMs() {

@@ -64,6 +64,10 @@ public final class RelayMetrics implements AutoCloseable {
   public static final String QUEUE_LIMIT_ITEMS = "mbxrelay.queue.limit.items";
   /** Gauge: per-target byte quota ({@code limits.maxQueueBytes}). */
   public static final String QUEUE_LIMIT_BYTES = "mbxrelay.queue.limit.bytes";
+  /** Gauge: items the whole store may hold ({@code limits.maxStoreItems}). */
+  public static final String STORE_LIMIT_ITEMS = "mbxrelay.store.limit.items";
+  /** Gauge: wire bytes the whole store may hold ({@code limits.maxStoreBytes}). */
+  public static final String STORE_LIMIT_BYTES = "mbxrelay.store.limit.bytes";
   /** Counter: queue scans that failed (the gauges then keep their last values). */
   public static final String QUEUE_SCAN_FAILURES = "mbxrelay.queue.scan.failures";
   /** Gauge: write commands waiting for the writer's next transaction. */
@@ -268,6 +272,10 @@ public final class RelayMetrics implements AutoCloseable {
         .description("per-target item quota").register(registry);
     Gauge.builder(QUEUE_LIMIT_BYTES, () -> config.limits().maxQueueBytes())
         .description("per-target byte quota").register(registry);
+    Gauge.builder(STORE_LIMIT_ITEMS, () -> config.limits().maxStoreItems())
+        .description("items the whole store may hold").register(registry);
+    Gauge.builder(STORE_LIMIT_BYTES, () -> config.limits().maxStoreBytes())
+        .description("wire bytes the whole store may hold").register(registry);
     Gauge.builder(WRITER_QUEUE_DEPTH, () -> writerQueueDepth.getAsInt())
         .description("write commands waiting for the next transaction").register(registry);
     Gauge.builder(WRITER_FAIL_STOPPED, () -> writerFailStopped.getAsBoolean() ? 1 : 0)

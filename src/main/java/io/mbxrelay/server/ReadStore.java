@@ -186,7 +186,27 @@ public final class ReadStore implements AutoCloseable {
    * @return the page; fails with the driver's exception when the store cannot be read
    */
   public Future<Page> pull(String target, long after, int limit, long maxBytes) {
-    return pageReaders.executeBlocking(() -> readPage(target, after, limit, maxBytes), false);
+    return pageReaders.executeBlocking(() -> {
+      try {
+        return readPage(target, after, limit, maxBytes);
+      } catch (SQLException e) {
+        dropPageConnection(); // a failed connection is not reused; the next page opens a fresh one
+        throw e;
+      }
+    }, false);
+  }
+
+  private void dropPageConnection() {
+    PageConnection c = pageConnection.get();
+    if (c != null) {
+      pageConnection.remove();
+      pageConnections.remove(c);
+      try {
+        c.connection().close();
+      } catch (SQLException ignored) {
+        // already failing
+      }
+    }
   }
 
   private Page readPage(String target, long after, int limit, long maxBytes) throws SQLException {

@@ -48,6 +48,35 @@ class QuotaTest {
     }
   }
 
+  /**
+   * Issue 11 item 8: a few free enrolments filled a target's queue and one address stored 159 MiB; nothing bounded
+   * one sender over all targets or the whole store.
+   */
+  @Test
+  void a_sender_is_bounded_over_all_targets_and_the_whole_store_is_bounded(@TempDir Path dir) throws Exception {
+    try (RelayHarness r = RelayHarness.start(dir, Map.of("MBX_RELAY_LIMITS_MAX_SENDER_TOTAL_ITEMS", "3",
+        "MBX_RELAY_LIMITS_MAX_STORE_ITEMS", "5"), Clock.systemUTC(), Ed25519KeyPair.generate())) {
+      TestHost a = new TestHost(r.url(), "alpha").enrol();
+      TestHost c = new TestHost(r.url(), "gamma").enrol();
+      TestHost b = new TestHost(r.url(), "beta").enrol();
+      TestHost d = new TestHost(r.url(), "delta").enrol();
+      assertThat(push(a, b, 64)).isEqualTo("accepted");
+      assertThat(push(a, c, 64)).isEqualTo("accepted");
+      assertThat(push(a, d, 64)).isEqualTo("accepted");
+      long before = head(b);
+      assertThat(push(a, b, 64)).isEqualTo("rejected:quota:sender total exceeded");
+      assertThat(head(b)).isEqualTo(before);
+      assertThat(push(c, b, 64)).isEqualTo("accepted");
+      assertThat(push(c, d, 64)).isEqualTo("accepted");
+      assertThat(push(d, b, 64)).isEqualTo("rejected:quota:relay store full");
+      // acking frees room for everyone
+      long through = b.pull(0, null, null).json().get("last_seq").asLong();
+      assertThat(b.ack(b.pull(0, null, null).json().get("epoch").asText(), through).status()).isEqualTo(200);
+      assertThat(push(d, b, 64)).isEqualTo("accepted");
+      assertThat(push(a, b, 64)).isEqualTo("accepted");
+    }
+  }
+
   @Test
   void target_bytes_and_sender_bytes_are_charged_in_stored_bytes(@TempDir Path dir) throws Exception {
     try (RelayHarness r = RelayHarness.start(dir, Map.of("MBX_RELAY_LIMITS_MAX_QUEUE_BYTES", "3000",

@@ -68,6 +68,19 @@ final class Schema {
   static final String QUEUE_USAGE = "CREATE TABLE IF NOT EXISTS queue_usage(target_pubkey TEXT PRIMARY KEY,"
       + " items INTEGER NOT NULL, bytes INTEGER NOT NULL)";
 
+  /**
+   * Each sender's queued items and bytes over all targets (issue 11 item 8: the per-sender total and, summed, the
+   * store-wide bound), kept by the writer like {@code queue_usage}: one write per touched sender per transaction.
+   */
+  static final String SENDER_TOTALS = "CREATE TABLE IF NOT EXISTS sender_totals(sender_pubkey TEXT PRIMARY KEY,"
+      + " items INTEGER NOT NULL, bytes INTEGER NOT NULL)";
+
+  /** Recomputes {@code sender_totals} from {@code items} (one pass over the table). */
+  static final List<String> SENDER_TOTALS_BACKFILL = List.of(
+      "DELETE FROM sender_totals",
+      "INSERT INTO sender_totals(sender_pubkey, items, bytes) SELECT sender_pubkey, count(*), coalesce(sum(bytes), 0)"
+          + " FROM items GROUP BY sender_pubkey");
+
   /** Recomputes {@code queue_usage} from {@code items} (when the table was just created on an existing store). */
   static final List<String> QUEUE_USAGE_BACKFILL = List.of(
       "DELETE FROM queue_usage",

@@ -328,13 +328,29 @@ public final class SqliteRelayStore implements RelayStore {
   /** Brings indexes and derived tables to this version's shape ({@link Schema#DERIVED}); idempotent. */
   private void ensureIndexes() throws SQLException {
     boolean usageExisted = tableExists("queue_usage");
+    boolean totalsExisted = tableExists("sender_totals");
+    // An earlier mbxrelay keeps its usage tables with triggers and does not know sender_totals: if its trigger is
+    // here, it wrote this store since we last did, and both tables are counted again from the items.
+    boolean olderWriter;
+    try (PreparedStatement ps = prepared("SELECT 1 FROM sqlite_master WHERE type='trigger' AND name=?")) {
+      ps.setString(1, "items_usage_insert");
+      try (ResultSet rs = ps.executeQuery()) {
+        olderWriter = rs.next();
+      }
+    }
     try (Statement st = conn.createStatement()) {
       for (String ddl : Schema.DERIVED) {
         st.execute(ddl);
       }
       st.execute(Schema.QUEUE_USAGE);
-      if (!usageExisted) {
+      st.execute(Schema.SENDER_TOTALS);
+      if (!usageExisted || olderWriter) {
         for (String sql : Schema.QUEUE_USAGE_BACKFILL) {
+          st.execute(sql);
+        }
+      }
+      if (!totalsExisted || olderWriter) {
+        for (String sql : Schema.SENDER_TOTALS_BACKFILL) {
           st.execute(sql);
         }
       }
@@ -608,9 +624,12 @@ public final class SqliteRelayStore implements RelayStore {
     } else if (command instanceof StoreCommand.Probe) {
       throw new IllegalArgumentException("a probe runs outside transactions (probeWriter)");
     }
+    java.util.Map<String, long[]> sendersBefore = new java.util.HashMap<>();
     if (command instanceof StoreCommand.Rotate r) {
       dirtyEnrolments.add(r.oldPub());
       dirtyEnrolments.add(r.newPub());
+      perSender(r.oldPub()).forEach((k, v) -> merge(sendersBefore, k, v));
+      perSender(r.newPub()).forEach((k, v) -> merge(sendersBefore, k, v));
     } else if (command instanceof StoreCommand.Deny) {
       reloadEnrolments = true;
     }
@@ -622,6 +641,17 @@ public final class SqliteRelayStore implements RelayStore {
         newItemTargets.add(r.newPub());
         recountUsage(r.oldPub()); // the queue moved by SQL of its own
         recountUsage(r.newPub());
+        // items a sender had pushed to both keys stay once: its total drops by the copies left behind
+        java.util.Map<String, long[]> after = perSender(r.newPub());
+        java.util.Set<String> senders = new java.util.HashSet<>(sendersBefore.keySet());
+        senders.addAll(after.keySet());
+        for (String sender : senders) {
+          long[] b = sendersBefore.getOrDefault(sender, new long[2]);
+          long[] a = after.getOrDefault(sender, new long[2]);
+          if (a[0] != b[0] || a[1] != b[1]) {
+            countRows(null, sender, a[0] - b[0], a[1] - b[1]); // the targets were recounted above
+          }
+        }
         state.dropUsageAndLists();
       } else if (command instanceof StoreCommand.Deny) {
         state.dropUsageAndLists(); // hosts revoked: account usage counts live hosts only
@@ -798,7 +828,58 @@ public final class SqliteRelayStore implements RelayStore {
         return "owner queue bytes exceeded for " + name;
       }
     }
+    // Beyond wire.md (issue 11 item 8): what one sender holds over all targets, and the whole store.
+    long[] t = senderTotal(sender);
+    if (t[0] + 1 > limits.maxSenderTotalItems() || t[1] + bytes > limits.maxSenderTotalBytes()) {
+      return "sender total exceeded";
+    }
+    long[] all = storeTotals();
+    if (all[0] + 1 > limits.maxStoreItems() || all[1] + bytes > limits.maxStoreBytes()) {
+      return "relay store full";
+    }
     return null;
+  }
+
+  /** A sender's queued items and bytes over all targets: its {@code sender_totals} row plus this transaction's. */
+  private long[] senderTotal(String sender) throws SQLException {
+    long[] u = state.senderTotals.get(sender);
+    if (u == null) {
+      u = new long[2];
+      PreparedStatement ps = statement("SELECT items, bytes FROM sender_totals WHERE sender_pubkey=?");
+      ps.setString(1, sender);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (rs.next()) {
+          u[0] = rs.getLong(1);
+          u[1] = rs.getLong(2);
+        }
+      }
+      long[] p = state.pendingSenders.get(sender);
+      if (p != null) {
+        u[0] += p[0];
+        u[1] += p[1];
+      }
+      state.senderTotals.put(sender, u);
+    }
+    return u;
+  }
+
+  /** Queued items and bytes of the whole store, from {@code queue_usage} once, then kept. */
+  private long[] storeTotals() throws SQLException {
+    if (state.storeTotals == null) {
+      long[] u = new long[2];
+      try (ResultSet rs = statement("SELECT coalesce(sum(items), 0), coalesce(sum(bytes), 0) FROM queue_usage")
+          .executeQuery()) {
+        rs.next();
+        u[0] = rs.getLong(1);
+        u[1] = rs.getLong(2);
+      }
+      for (long[] p : state.pending.values()) {
+        u[0] += p[0];
+        u[1] += p[1];
+      }
+      state.storeTotals = u;
+    }
+    return state.storeTotals;
   }
 
   /** A target's queue usage as this transaction sees it: its {@code queue_usage} row plus this transaction's changes. */
@@ -870,7 +951,7 @@ public final class SqliteRelayStore implements RelayStore {
    * take it back).
    *
    * @param target the target's enrolment (its account counts only while it is live); a target without an enrolment
-   *     row is counted by key only
+   *     row is counted by key only; null counts the sender and the store only
    */
   private void countRows(Enrolment target, String sender, long n, long bytes) {
     state.journal.add(new WriterState.Delta(target, sender, n, bytes));
@@ -878,6 +959,21 @@ public final class SqliteRelayStore implements RelayStore {
   }
 
   private void count(Enrolment target, String sender, long n, long bytes) {
+    if (state.storeTotals != null) {
+      state.storeTotals[0] += n;
+      state.storeTotals[1] += bytes;
+    }
+    long[] ps = state.pendingSenders.computeIfAbsent(sender, k -> new long[2]);
+    ps[0] += n;
+    ps[1] += bytes;
+    long[] st = state.senderTotals.get(sender);
+    if (st != null) {
+      st[0] += n;
+      st[1] += bytes;
+    }
+    if (target == null) {
+      return; // a sender-only correction (rotation)
+    }
     long[] p = state.pending.computeIfAbsent(target.hostPubkey(), k -> new long[2]);
     p[0] += n;
     p[1] += bytes;
@@ -896,7 +992,7 @@ public final class SqliteRelayStore implements RelayStore {
 
   /** Writes each touched target's change to {@code queue_usage}: one statement per target per transaction. */
   private void writePendingUsage() throws SQLException {
-    if (state.pending.isEmpty()) {
+    if (state.pending.isEmpty() && state.pendingSenders.isEmpty()) {
       return;
     }
     PreparedStatement ps = statement("INSERT INTO queue_usage(target_pubkey, items, bytes) VALUES(?, ?, ?)"
@@ -912,7 +1008,40 @@ public final class SqliteRelayStore implements RelayStore {
       ps.executeUpdate();
     }
     state.pending.clear();
+    PreparedStatement senders = statement("INSERT INTO sender_totals(sender_pubkey, items, bytes) VALUES(?, ?, ?)"
+        + " ON CONFLICT(sender_pubkey) DO UPDATE SET items = items + excluded.items, bytes = bytes + excluded.bytes");
+    for (var e : state.pendingSenders.entrySet()) {
+      long[] d = e.getValue();
+      if (d[0] == 0 && d[1] == 0) {
+        continue;
+      }
+      senders.setString(1, e.getKey());
+      senders.setLong(2, d[0]);
+      senders.setLong(3, d[1]);
+      senders.executeUpdate();
+    }
+    state.pendingSenders.clear();
     state.journal.clear();
+  }
+
+  /** Items and bytes per sender queued for one target (its primary-key range). */
+  private java.util.Map<String, long[]> perSender(String target) throws SQLException {
+    java.util.Map<String, long[]> m = new java.util.HashMap<>();
+    PreparedStatement ps = statement("SELECT sender_pubkey, count(*), coalesce(sum(bytes), 0) FROM items"
+        + " WHERE target_pubkey=? GROUP BY sender_pubkey");
+    ps.setString(1, target);
+    try (ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        m.put(rs.getString(1), new long[] {rs.getLong(2), rs.getLong(3)});
+      }
+    }
+    return m;
+  }
+
+  private static void merge(java.util.Map<String, long[]> into, String key, long[] v) {
+    long[] cur = into.computeIfAbsent(key, k -> new long[2]);
+    cur[0] += v[0];
+    cur[1] += v[1];
   }
 
   /** Sets a target's {@code queue_usage} from its rows (after SQL that moved rows without counting them). */

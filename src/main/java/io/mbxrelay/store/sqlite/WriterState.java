@@ -55,6 +55,20 @@ final class WriterState {
   /** target → {items, bytes} changed in the open transaction, written to {@code queue_usage} before COMMIT. */
   final Map<String, long[]> pending = new HashMap<>();
 
+  /** sender → {items, bytes} changed in the open transaction, written to {@code sender_totals} before COMMIT. */
+  final Map<String, long[]> pendingSenders = new HashMap<>();
+
+  /** sender → {items, bytes} over all targets, as the open transaction sees it (loaded on first use). */
+  final LinkedHashMap<String, long[]> senderTotals = new LinkedHashMap<>(1024, 0.75f, true) {
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<String, long[]> eldest) {
+      return size() > MAX_TARGET_USAGE;
+    }
+  };
+
+  /** {items, bytes} of the whole store as the open transaction sees it; null until first needed. */
+  long[] storeTotals;
+
   /** target → next_seq as stored or about to be stored in this transaction. */
   final Map<String, Long> nextSeq = new HashMap<>();
   /** Targets whose {@code next_seq} changed in the open transaction (written once each before COMMIT). */
@@ -104,6 +118,8 @@ final class WriterState {
   void dropUsageAndLists() {
     usage.clear();
     accountUsage.clear();
+    senderTotals.clear();
+    storeTotals = null;
     allowlists.clear();
     allowlistKeys = 0;
   }
@@ -113,6 +129,7 @@ final class WriterState {
     nextSeq.clear();
     dirtySeqs.clear();
     pending.clear();
+    pendingSenders.clear();
     journal.clear();
     dropUsageAndLists();
   }

@@ -43,7 +43,8 @@ class WriterStateConsistencyTest {
     RelayConfig.Limits limits = ConfigLoader.load(null, Map.of(
         "MBX_RELAY_LIMITS_MAX_QUEUE_ITEMS", "25", "MBX_RELAY_LIMITS_MAX_SENDER_ITEMS", "9",
         "MBX_RELAY_LIMITS_MAX_OWNER_ITEMS", "40", "MBX_RELAY_LIMITS_MAX_QUEUE_BYTES", "4096",
-        "MBX_RELAY_LIMITS_MAX_SENDER_BYTES", "2048",
+        "MBX_RELAY_LIMITS_MAX_SENDER_BYTES", "2048", "MBX_RELAY_LIMITS_MAX_SENDER_TOTAL_ITEMS", "20",
+        "MBX_RELAY_LIMITS_MAX_STORE_ITEMS", "70",
         "MBX_RELAY_LIMITS_RETENTION_DAYS", "1")).limits();
     String relayKey = Ed25519KeyPair.generate().publicKeyB64();
     MutableClock warmClock = new MutableClock(1_700_000_000_000L);
@@ -89,7 +90,8 @@ class WriterStateConsistencyTest {
       }
       // the history went through every path the in-memory state must follow
       assertThat(seen).as("outcomes seen").containsKeys("fresh", "fresh multi-target", "duplicate", "rejected quota",
-          "rejected conflict", "rejected sender", "ack deleted", "rotated", "swept");
+          "rejected conflict", "rejected sender", "rejected sender total", "rejected store full", "ack deleted",
+          "rotated", "swept");
     }
     assertUsageMatchesItems(coldDir.resolve(SqliteSettings.DB_FILE));
   }
@@ -166,7 +168,9 @@ class WriterStateConsistencyTest {
         if (v instanceof PushOutcome.Stored s) {
           k = !s.fresh() ? "duplicate" : s.targets().size() > 1 ? "fresh multi-target" : "fresh";
         } else if (v instanceof PushOutcome.Rejected rj) {
-          k = rj.reason().startsWith("quota:") ? "rejected quota" : rj.reason().equals("conflict") ? "rejected conflict"
+          k = rj.reason().equals("quota:sender total exceeded") ? "rejected sender total"
+              : rj.reason().equals("quota:relay store full") ? "rejected store full"
+              : rj.reason().startsWith("quota:") ? "rejected quota" : rj.reason().equals("conflict") ? "rejected conflict"
               : rj.reason().startsWith("sender not accepted") ? "rejected sender" : "rejected other";
         } else if (r.value() instanceof AckOutcome.Done d && d.deleted() > 0) {
           k = "ack deleted";
@@ -226,6 +230,19 @@ class WriterStateConsistencyTest {
           + " WHERE target_pubkey NOT IN (SELECT target_pubkey FROM queue_usage)")) {
         rs.next();
         assertThat(rs.getLong(1)).as("targets with items but no queue_usage row").isZero();
+      }
+      try (ResultSet rs = st.executeQuery("SELECT t.sender_pubkey, t.items, t.bytes, (SELECT count(*) FROM items i"
+          + " WHERE i.sender_pubkey = t.sender_pubkey), (SELECT coalesce(sum(bytes), 0) FROM items i"
+          + " WHERE i.sender_pubkey = t.sender_pubkey) FROM sender_totals t")) {
+        while (rs.next()) {
+          assertThat(new long[] {rs.getLong(2), rs.getLong(3)}).as("sender_totals of %s", rs.getString(1))
+              .containsExactly(rs.getLong(4), rs.getLong(5));
+        }
+      }
+      try (ResultSet rs = st.executeQuery("SELECT count(*) FROM (SELECT DISTINCT sender_pubkey FROM items)"
+          + " WHERE sender_pubkey NOT IN (SELECT sender_pubkey FROM sender_totals)")) {
+        rs.next();
+        assertThat(rs.getLong(1)).as("senders with items but no sender_totals row").isZero();
       }
       try (ResultSet rs = st.executeQuery("SELECT count(*) FROM items i JOIN seqs s ON s.target_pubkey ="
           + " i.target_pubkey WHERE i.seq >= s.next_seq")) {
