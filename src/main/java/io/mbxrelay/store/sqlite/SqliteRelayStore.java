@@ -404,6 +404,7 @@ public final class SqliteRelayStore implements RelayStore {
       followExternalChanges();
       statement("BEGIN IMMEDIATE").execute();
     } catch (SQLException e) {
+      dropStatements();
       throw classify("begin failed", e);
     }
     List<CommandResult> results = new ArrayList<>(commands.size());
@@ -418,6 +419,9 @@ public final class SqliteRelayStore implements RelayStore {
       statement("COMMIT").execute();
       commitTimer.accept(System.nanoTime() - start);
     } catch (SQLException | RuntimeException e) {
+      if (e instanceof SQLException) {
+        dropStatements(); // the driver may have finalized the failing statement (see dropStatements)
+      }
       rollbackQuietly();
       afterRollback();
       throw e instanceof SQLException se ? classify("commit failed", se)
@@ -435,6 +439,24 @@ public final class SqliteRelayStore implements RelayStore {
   }
 
   /**
+   * Closes every cached statement so the next use prepares it again. sqlite-jdbc finalizes a statement whose step
+   * failed with most error codes ({@code SQLITE_FULL} included) but leaves the Java object open, and every later
+   * execution of it fails with "statement is not executing": after one {@code SQLITE_FULL} on COMMIT the writer
+   * answered every later transaction 500 until a restart, even once space had returned (issue 10 item 9, found by
+   * {@code DiskFullIT}). Failures are rare, preparing a dozen statements again is cheap.
+   */
+  private void dropStatements() {
+    for (PreparedStatement ps : statements.values()) {
+      try {
+        ps.close();
+      } catch (SQLException ignored) {
+        // already finalized
+      }
+    }
+    statements.clear();
+  }
+
+  /**
    * Picks up a change another process committed (the {@code deny} CLI beside a running relay): when SQLite's
    * {@code data_version} moved, every cached row is dropped and the enrolments are read again. The writer calls this
    * before each transaction and once a second when idle. Writer thread only.
@@ -445,6 +467,7 @@ public final class SqliteRelayStore implements RelayStore {
     try {
       followExternalChanges();
     } catch (SQLException e) {
+      dropStatements();
       throw classify("refresh failed", e);
     }
   }
@@ -483,6 +506,7 @@ public final class SqliteRelayStore implements RelayStore {
     } catch (SQLException e) {
       // The rows are committed; the copy is not. Reading them next time is all it takes: force it.
       LOG.warn("enrolment cache refresh failed [error: {}]", e.getMessage());
+      dropStatements();
       dataVersion = -1;
     } finally {
       dirtyEnrolments.clear();
@@ -519,6 +543,7 @@ public final class SqliteRelayStore implements RelayStore {
       if (se.kind() != StoreException.Kind.INTERNAL) {
         throw e; // I/O or corruption: the whole transaction is suspect
       }
+      dropStatements();
       rollbackTo();
       return new CommandResult(null, se);
     } catch (RuntimeException e) {
@@ -1311,6 +1336,7 @@ public final class SqliteRelayStore implements RelayStore {
    */
   public static StoreException classify(String what, SQLException e) {
     StoreException.Kind kind = StoreException.Kind.INTERNAL;
+    boolean full = false;
     if (e instanceof SQLiteException se) {
       SQLiteErrorCode code = se.getResultCode();
       String name = code == null ? "" : code.name();
@@ -1320,9 +1346,10 @@ public final class SqliteRelayStore implements RelayStore {
           || name.startsWith("SQLITE_READONLY") || name.startsWith("SQLITE_CANTOPEN")
           || name.startsWith("SQLITE_LOCKED") || name.startsWith("SQLITE_PROTOCOL")) {
         kind = StoreException.Kind.UNAVAILABLE;
+        full = name.startsWith("SQLITE_FULL");
       }
     }
-    return new StoreException(kind, what + ": " + (e.getMessage() == null ? "" : e.getMessage()), e);
+    return new StoreException(kind, what + ": " + (e.getMessage() == null ? "" : e.getMessage()), e, full);
   }
 
   @Override
