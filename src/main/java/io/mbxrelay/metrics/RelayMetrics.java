@@ -138,6 +138,10 @@ public final class RelayMetrics implements AutoCloseable {
   public static final String CLOCK_PAUSED = "mbxrelay.clock.paused";
   /** Wall clock minus the store's trusted time at the latest reading, seconds (positive: the wall clock is ahead). */
   public static final String CLOCK_STEP = "mbxrelay.clock.step.seconds";
+  /** Gauge: writer transactions committed but not yet in the commit watermark file (issue 10 item 3). */
+  public static final String WATERMARK_LAG = "mbxrelay.watermark.lag.transactions";
+  /** Counter: commit watermark writes that failed (the watermark lags until one succeeds). */
+  public static final String WATERMARK_WRITE_FAILURES = "mbxrelay.watermark.write.failures";
   /** Wall-clock steps larger than {@code timers.maxClockStepMs} detected since start. */
   public static final String CLOCK_STEPS = "mbxrelay.clock.steps";
   /** Counter, label {@code outcome} ({@link Outcome#OK}, {@link Outcome#FAILED}): JWKS refreshes. */
@@ -226,6 +230,8 @@ public final class RelayMetrics implements AutoCloseable {
           .tag(TAG_CAUSE, c.label()).register(registry));
     }
     ackedItems = Counter.builder(ACKED_ITEMS).description("items deleted by acks").register(registry);
+    watermarkFailures = Counter.builder(WATERMARK_WRITE_FAILURES).description("failed commit watermark writes")
+        .register(registry);
     pullPages = Counter.builder(PULL_PAGES).description("pull pages served").register(registry);
     pullItems = Counter.builder(PULL_ITEMS).description("items served in pull pages").register(registry);
     scanFailures = Counter.builder(QUEUE_SCAN_FAILURES).description("failed queue gauge scans").register(registry);
@@ -569,6 +575,31 @@ public final class RelayMetrics implements AutoCloseable {
    */
   public void jwksRefresh(boolean ok) {
     jwksRefreshes.get(ok ? Outcome.OK : Outcome.FAILED).increment();
+  }
+
+  private LongSupplier watermarkLag;
+  private final Counter watermarkFailures;
+
+  /**
+   * Binds the commit watermark's meters (issue 10 item 3).
+   *
+   * @param lag committed transactions not yet in the watermark file
+   */
+  public void bindWatermark(LongSupplier lag) {
+    this.watermarkLag = Objects.requireNonNull(lag);
+    Gauge.builder(WATERMARK_LAG, this, m -> m.watermarkLag.getAsLong())
+        .description("writer transactions committed but not yet in relay.watermark").register(registry);
+  }
+
+  /**
+   * One background write of the commit watermark ended.
+   *
+   * @param ok false when it failed
+   */
+  public void watermarkWritten(boolean ok) {
+    if (!ok) {
+      watermarkFailures.increment();
+    }
   }
 
   /** Prometheus text exposition of every meter (tests; the admin server uses the Vert.x scraping handler). */

@@ -73,6 +73,9 @@ public final class SqliteRelayStore implements RelayStore {
   private long dataVersion = -1;
   private long lastIsoMs;
   private String lastIso;
+  /** {@code meta.commits}: writer transactions committed in this store's life (issue 10 item 3, the watermark's count). */
+  private long commits;
+  private java.util.function.LongConsumer onCommit = n -> {};
 
   private SqliteRelayStore(Path file, Connection conn, Clock clock, RelayConfig.Limits limits, String relayPubkey,
       String epoch) {
@@ -123,10 +126,36 @@ public final class SqliteRelayStore implements RelayStore {
    */
   public static SqliteRelayStore open(Path storeDir, String relayPubkey, Clock clock, RelayConfig.Limits limits,
       long busyTimeoutMs, long heartbeatStaleMs) throws StoreOpenException {
+    return open(storeDir, relayPubkey, clock, limits, busyTimeoutMs, heartbeatStaleMs, false);
+  }
+
+  /**
+   * Opens the store as {@link #open(Path, String, Clock, RelayConfig.Limits, long, long)} does, after comparing it with
+   * its commit watermark ({@link CommitWatermark}, issue 10 item 3) on a read-only connection: a store whose
+   * {@code meta.commits} is below {@code relay.watermark} (or whose watermark is damaged) lost commits that hosts hold
+   * receipts for and is refused before anything writes to it, so its WAL stays as evidence; unless
+   * {@code acceptLostCommits}, which opens it with a new epoch (hosts re-push and pull again from 0) and raises its
+   * count to the watermark.
+   *
+   * @param storeDir the store directory (created 0700 when missing)
+   * @param relayPubkey the relay's public key; a new store pins it, an existing one must match
+   * @param clock time source (tests inject one)
+   * @param limits protocol limits (quotas, retention, caps)
+   * @param busyTimeoutMs SQLite busy timeout
+   * @param heartbeatStaleMs a stored heartbeat further than this from now rotates the epoch (wire.md §5); 0 = never
+   * @param acceptLostCommits the operator accepts a store behind its watermark ({@code serve --accept-lost-commits})
+   * @return the open store
+   * @throws StoreOpenException newer schema, another relay key, not a store, unreadable; {@link StoreRefusedException}
+   *     for a store behind its watermark
+   */
+  public static SqliteRelayStore open(Path storeDir, String relayPubkey, Clock clock, RelayConfig.Limits limits,
+      long busyTimeoutMs, long heartbeatStaleMs, boolean acceptLostCommits) throws StoreOpenException {
     Objects.requireNonNull(relayPubkey);
     createStoreDir(storeDir);
     Path file = storeDir.resolve(SqliteSettings.DB_FILE);
-    StoreFiles.prepareDatabase(file); // no links, no empty relay.db, a new one 0600 (issue 10 item 4, 11 items 11-12)
+    // no links, no empty relay.db, a new one 0600 (issue 10 item 4, 11 items 11-12)
+    boolean created = StoreFiles.prepareDatabase(file);
+    CommitWatermark.Verdict verdict = verifyWatermark(storeDir, file, created, acceptLostCommits);
     Connection conn;
     try {
       conn = DriverManager.getConnection(SqliteSettings.url(file), SqliteSettings.writer(busyTimeoutMs));
@@ -145,7 +174,7 @@ public final class SqliteRelayStore implements RelayStore {
       }
       StoreIntegrity.requireQuickCheck(conn, file); // a damaged store is refused, never served (issue 10 item 2)
       SqliteRelayStore store = new SqliteRelayStore(file, conn, clock, limits, relayPubkey, null);
-      store.openReport = store.initialise(heartbeatStaleMs);
+      store.openReport = store.initialise(heartbeatStaleMs, verdict);
       store.refreshIfChangedElsewhere(); // loads the enrolment cache
       return store;
     } catch (SQLException e) {
@@ -184,6 +213,55 @@ public final class SqliteRelayStore implements RelayStore {
     }
   }
 
+  /**
+   * The open-time watermark gate (issue 10 item 3), before the writer connection exists: nothing has written to the
+   * store yet, so a refused store keeps its WAL exactly as the crash left it.
+   */
+  private static CommitWatermark.Verdict verifyWatermark(Path dir, Path db, boolean created, boolean accept)
+      throws StoreOpenException {
+    CommitWatermark.Verdict v;
+    try {
+      v = CommitWatermark.verify(dir, db, created);
+    } catch (SQLException e) {
+      if (StoreIntegrity.isCorruption(e)) {
+        throw new StoreRefusedException(db + " cannot be read to compare it with its commit watermark ("
+            + e.getMessage() + "): the store is damaged and will not be served. " + StoreIntegrity.remedy(dir), e);
+      }
+      throw new StoreOpenException("cannot read the store " + db + " to compare it with its commit watermark: "
+          + e.getMessage(), e);
+    } catch (IOException e) {
+      throw new StoreOpenException("cannot read the commit watermark " + dir.resolve(CommitWatermark.FILE) + ": "
+          + e.getMessage(), e);
+    }
+    if (v.behind() && !accept) {
+      throw new StoreRefusedException(behindMessage(dir, db, v));
+    }
+    if (v.behind()) {
+      LOG.warn("store behind its commit watermark accepted by the operator (--accept-lost-commits): the epoch rotates"
+          + " [store commits: {}] [watermark: {}]", v.storeCommits(),
+          v.damaged() ? "damaged" : CommitWatermark.describe(v.mark().orElseThrow()));
+    }
+    return v;
+  }
+
+  /** The refusal text for a store behind its watermark: what happened, what hosts hold, the remedies. */
+  static String behindMessage(Path dir, Path db, CommitWatermark.Verdict v) {
+    Path wm = dir.resolve(CommitWatermark.FILE);
+    String what = v.damaged()
+        ? wm + " is damaged (neither of its two records verifies), so the relay cannot tell whether " + db
+            + " lost committed transactions."
+        : db + " is behind its commit watermark " + wm + ": the store ends at commit " + v.storeCommits()
+            + ", but " + CommitWatermark.describe(v.mark().orElseThrow()) + " had been committed and answered."
+            + " Committed transactions were lost (a damaged or missing write-ahead log " + db.getFileName()
+            + "-wal after a crash, or an older relay.db put back), and hosts may hold accept receipts for items"
+            + " this store no longer has.";
+    return what + " The store will not be served as it is. Keep the files for analysis (copy the whole store dir"
+        + " away). Then either restore the latest good backup (mbxrelay restore BACKUP --store-dir " + dir
+        + "), or accept the loss: mbxrelay serve --accept-lost-commits --store-dir " + dir
+        + " (the epoch rotates, so senders re-push what they hold and receivers pull again from 0; after a restore by"
+        + " file copy, mbxrelay rotate-epoch --store-dir " + dir + " does the same).";
+  }
+
   /** What the open did (created, epoch rotated and why). */
   public OpenReport openReport() {
     return openReport;
@@ -204,7 +282,8 @@ public final class SqliteRelayStore implements RelayStore {
     this.commitTimer = Objects.requireNonNull(timer);
   }
 
-  private OpenReport initialise(long heartbeatStaleMs) throws SQLException, StoreOpenException {
+  private OpenReport initialise(long heartbeatStaleMs, CommitWatermark.Verdict verdict)
+      throws SQLException, StoreOpenException {
     long now = clock.millis();
     String nowIso = IsoTime.format(now);
     try (Statement st = conn.createStatement()) {
@@ -269,7 +348,22 @@ public final class SqliteRelayStore implements RelayStore {
           putMeta("expiry_from", nowIso);
         }
         Optional<String> hb = meta("heartbeat");
-        if (hb.isPresent() && heartbeatStaleMs > 0) {
+        if (verdict.behind()) {
+          // The operator accepted a store that lost commits (serve --accept-lost-commits): a new epoch makes senders
+          // re-push what they hold and receivers pull again from 0 (seed 000 §5), exactly as after a restore.
+          rotatedReason = "lost commits accepted";
+          previous = meta("epoch").orElseThrow();
+          String next = UUID.randomUUID().toString();
+          putMeta("epoch", next);
+          String hbIso = hb.map(h -> h.matches("[0-9]{1,15}") ? IsoTime.format(Long.parseLong(h)) : h).orElse("");
+          putMeta("epoch_rotated", "{\"from\":\"" + previous + "\",\"to\":\"" + next + "\",\"at\":\"" + nowIso
+              + "\",\"heartbeat\":\"" + jsonEsc(hbIso) + "\",\"reason\":\"" + rotatedReason + "\"}");
+          addOp("epoch-rotated", "{\"v\":1,\"type\":\"relay-epoch-rotated\",\"at\":\"" + nowIso + "\",\"from\":\""
+              + previous + "\",\"to\":\"" + next + "\",\"heartbeat\":\"" + jsonEsc(hbIso) + "\",\"reason\":\""
+              + rotatedReason + "\",\"store_commits\":" + verdict.storeCommits() + ",\"watermark_commits\":"
+              + (verdict.damaged() ? "null" : Long.toString(verdict.mark().orElseThrow().commits()))
+              + ",\"by\":\"operator\"}");
+        } else if (hb.isPresent() && heartbeatStaleMs > 0) {
           long beat;
           try {
             beat = Long.parseLong(hb.get());
@@ -294,11 +388,15 @@ public final class SqliteRelayStore implements RelayStore {
       }
       ensureIndexes();
       putMeta("heartbeat", Long.toString(now));
+      // every writer transaction counts itself, this one too; a store accepted behind its watermark starts above it
+      long next = Math.max(CommitWatermark.storeCommits(conn), verdict.floor()) + 1;
+      putMeta(CommitWatermark.META_KEY, Long.toString(next));
       this.epoch = meta("epoch").orElseThrow();
       try (Statement st = conn.createStatement()) {
         st.execute("COMMIT");
       }
       ok = true;
+      this.commits = next;
       return new OpenReport(created, rotatedReason, previous);
     } finally {
       if (!ok) {
@@ -414,6 +512,9 @@ public final class SqliteRelayStore implements RelayStore {
       }
       writeDirtySeqs();
       writePendingUsage();
+      PreparedStatement count = statement(COUNT_COMMIT);
+      count.setString(1, Long.toString(commits + 1));
+      count.executeUpdate();
       hook.at(commands, false);
       long start = System.nanoTime();
       statement("COMMIT").execute();
@@ -433,10 +534,15 @@ public final class SqliteRelayStore implements RelayStore {
       afterRollback();
       throw e;
     }
+    commits++;
     afterCommit();
+    onCommit.accept(commits);
     hook.at(commands, true);
     return results;
   }
+
+  private static final String COUNT_COMMIT = "INSERT INTO meta(k, v) VALUES('" + CommitWatermark.META_KEY
+      + "', ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v";
 
   /**
    * Closes every cached statement so the next use prepares it again. sqlite-jdbc finalizes a statement whose step
@@ -454,6 +560,16 @@ public final class SqliteRelayStore implements RelayStore {
       }
     }
     statements.clear();
+  }
+
+  /** Installs the post-commit observer: called on the writer thread with {@code meta.commits} after every COMMIT. */
+  public void onCommit(java.util.function.LongConsumer observer) {
+    this.onCommit = Objects.requireNonNull(observer);
+  }
+
+  /** {@code meta.commits} as last committed by this writer (issue 10 item 3). Writer thread only. */
+  public long commits() {
+    return commits;
   }
 
   /**
@@ -478,6 +594,7 @@ public final class SqliteRelayStore implements RelayStore {
       dataVersion = v;
       state.dropAll();
       enrolments.replaceAll(allEnrolmentRows());
+      commits = Math.max(commits, CommitWatermark.storeCommits(conn));
     }
   }
 
