@@ -12,6 +12,7 @@ import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.metrics.RelayMetrics;
 import io.mbxrelay.store.ClockGuard;
+import io.mbxrelay.store.DiskSpace;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.store.sqlite.CommitWatermark;
 import io.mbxrelay.store.sqlite.SqliteOps;
@@ -169,13 +170,15 @@ public final class RelayServer implements AutoCloseable {
           config.store().watermarkIntervalMs(), options.clock(), (n, ok) -> m.watermarkWritten(ok));
       store.onCommit(watermark::committed);
       metrics.bindWatermark(watermark::lag);
+      DiskSpace disk = DiskSpace.of(options.storeDir(), config.store().minFreeBytes());
       StoreWriterVerticle writer = new StoreWriterVerticle(store, config.store().writerBatchMax(),
           config.store().writerBatchMaxRows(), config.store().writerBatchMaxBytes(),
-          config.store().writerCommitDelayMs(), (commands, nanos, failure) -> {
+          config.store().writerCommitDelayMs(), disk, (commands, nanos, failure) -> {
             m.writerTransaction(commands.size(), nanos, failure == null ? null : failure.kind());
             options.transactions().transaction(commands, nanos, failure);
           });
       metrics.bindWriter(writer::queueDepth, writer::failStopped);
+      metrics.bindDisk(disk, writer::diskRefusals);
       List<String> deployments = new ArrayList<>();
       deployments.add(await(vertx.deployVerticle(writer, new DeploymentOptions()
           .setThreadingModel(ThreadingModel.WORKER).setWorkerPoolName("mbx-writer").setWorkerPoolSize(1))));
@@ -238,7 +241,7 @@ public final class RelayServer implements AutoCloseable {
         return v;
       }, new DeploymentOptions().setInstances(config.http().instances()))));
       int port = instances.get(0).actualPort();
-      AdminVerticle admin = new AdminVerticle(services, writer, instances, clock);
+      AdminVerticle admin = new AdminVerticle(services, writer, instances, clock, disk);
       deployments.add(await(vertx.deployVerticle(admin)));
       RelayServer server = new RelayServer(vertx, lock, reads, services, store.openReport(), deployments, port);
       server.watermark = watermark;
