@@ -66,6 +66,7 @@ public final class CommitWatermark implements AutoCloseable {
       "mbxrelay-watermark v1 epoch=([A-Za-z0-9][A-Za-z0-9._:-]{0,127}) commits=([0-9]{1,19}) at=([0-9]{1,15})"
           + " crc=([0-9a-f]{8}) *\n");
   private static final long WARN_EVERY_NS = TimeUnit.MINUTES.toNanos(1);
+  private static final long RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);
 
   /**
    * One watermark record.
@@ -126,6 +127,7 @@ public final class CommitWatermark implements AutoCloseable {
   private int nextSlot;
   private long lastWriteNanos;
   private long lastWarnNanos;
+  private volatile boolean lastFailed;
 
   private CommitWatermark(Path dir, String epoch, long commits, long intervalMs, Clock clock, Listener listener,
       FileChannel channel, int nextSlot) {
@@ -408,7 +410,9 @@ public final class CommitWatermark implements AutoCloseable {
         LockSupport.park(this);
         continue;
       }
-      long wait = lastWriteNanos + intervalNanos - System.nanoTime();
+      // after a failed write wait at least a second, so a disk that stays full is not retried in a tight loop
+      long pause = lastFailed ? Math.max(intervalNanos, RETRY_NANOS) : intervalNanos;
+      long wait = lastWriteNanos + pause - System.nanoTime();
       if (wait > 0) {
         LockSupport.parkNanos(this, wait); // batch: the writes of this interval become one
         continue;
@@ -421,7 +425,7 @@ public final class CommitWatermark implements AutoCloseable {
     }
   }
 
-  private synchronized long writtenSnapshot() {
+  private long writtenSnapshot() {
     return written;
   }
 
@@ -436,6 +440,7 @@ public final class CommitWatermark implements AutoCloseable {
         channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS);
         nextSlot = 0;
         written = target;
+        lastFailed = false;
         listener.written(target, true);
         return true;
       }
@@ -446,6 +451,7 @@ public final class CommitWatermark implements AutoCloseable {
       channel.force(false); // the size never changes: fdatasync is enough
       nextSlot ^= 1;
       written = target;
+      lastFailed = false;
       listener.written(target, true);
       return true;
     } catch (IOException | RuntimeException | StoreRefusedException e) {
@@ -455,6 +461,7 @@ public final class CommitWatermark implements AutoCloseable {
         LOG.warn("commit watermark not written; it lags the store until a write succeeds [file: {}] [error: {}]",
             file, e.toString());
       }
+      lastFailed = true;
       listener.written(target, false);
       return false;
     }
