@@ -132,6 +132,15 @@ final class OpsCommands {
         if (r.get("ok").asBoolean()) {
           return print(r, "check passed (" + what + ") in " + r.get("took_ms").asLong() + " ms: " + db);
         }
+        JsonNode wm = r.get("watermark");
+        if (wm != null && wm.path("behind").asBoolean()) {
+          print(r, "check FAILED: " + db + (wm.path("damaged").asBoolean() ? " has a damaged commit watermark"
+              : " is behind its commit watermark (store at commit " + wm.get("store_commits").asLong()
+              + ", watermark " + wm.get("commits").asLong() + "): committed transactions were lost. Keep the files;"
+              + " restore the latest backup, or accept the loss with 'mbxrelay serve --accept-lost-commits'"
+              + " (docs/operations.md \"Store refused\")"));
+          return io.mbxrelay.cli.ServeCommand.EXIT_STORE_REFUSED;
+        }
         print(r, "check FAILED (" + what + "): " + db + " is damaged; see the problems above. Keep the files, restore"
             + " the latest backup that passes 'mbxrelay check --full --file BACKUP' (docs/operations.md \"Store refused\")");
         return io.mbxrelay.cli.ServeCommand.EXIT_STORE_REFUSED;

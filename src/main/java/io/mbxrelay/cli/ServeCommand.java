@@ -67,6 +67,12 @@ public final class ServeCommand implements Callable<Integer> {
       + " dedup pruning start paused.")
   boolean acceptClock;
 
+  @Option(names = "--accept-lost-commits", description = "Serve a store that is behind its commit watermark"
+      + " (relay.watermark: committed transactions were lost, e.g. a damaged write-ahead log after a crash) or whose"
+      + " watermark is damaged, with a new epoch so senders re-push and receivers pull again; keep a copy of the store"
+      + " dir first. Without it the relay refuses such a store (exit 3). Does nothing for a store that is not behind.")
+  boolean acceptLostCommits;
+
   @Override
   public Integer call() {
     Map<String, String> env = System.getenv();
@@ -114,7 +120,7 @@ public final class ServeCommand implements Callable<Integer> {
           .ifPresent(note -> System.err.println("[mbxrelay] " + note));
       key = RelayKeys.loadOrCreate(dir, env.get("MBX_RELAY_KEY"));
       server = RelayServer.start(cfg, key, new RelayServer.Options(listenPort, bind == null ? "0.0.0.0" : bind, dir,
-          mode, crash, Clock.systemUTC(), run -> {}, (c, n, f) -> {}, acceptClock));
+          mode, crash, Clock.systemUTC(), run -> {}, (c, n, f) -> {}, acceptClock, acceptLostCommits));
     } catch (StoreRefusedException e) {
       System.err.println("[mbxrelay] store refused: " + e.getMessage());
       return EXIT_STORE_REFUSED;

@@ -216,6 +216,8 @@ public final class ConfigLoader {
     range(v, "store.writerBatchMaxRows", c.store().writerBatchMaxRows(), 1, 1_000_000);
     range(v, "store.writerBatchMaxBytes", c.store().writerBatchMaxBytes(), 1024, 1L << 30);
     range(v, "store.writerCommitDelayMs", c.store().writerCommitDelayMs(), 0, 100);
+    range(v, "store.watermarkIntervalMs", c.store().watermarkIntervalMs(), 0, 10_000);
+    range(v, "store.minFreeBytes", c.store().minFreeBytes(), 0, 1L << 40);
     RelayConfig.Limits l = c.limits();
     range(v, "limits.maxItemBytes", l.maxItemBytes(), 1024, 64L << 20);
     range(v, "limits.maxBatch", l.maxBatch(), 1, 10_000);

@@ -68,9 +68,15 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    * @param writerBatchMaxBytes most wire bytes one transaction writes; a single command over it still runs alone
    * @param writerCommitDelayMs when transactions follow each other closely, how long the next one waits for more
    *     commands, ms (0 = never waits)
+   * @param watermarkIntervalMs least time between two writes of the commit watermark file ({@code relay.watermark},
+   *     issue 10 item 3), ms: the watermark lags the store by at most about this much (0 = after every commit, as
+   *     fast as the disk syncs)
+   * @param minFreeBytes free space the store's file system must keep, bytes: below it new pushes are refused (503) and
+   *     {@code /ready} is 503, so acks, enrolments and the heartbeat still find room (issue 10 item 9; 0 = no floor)
    */
   public record Store(int readPoolSize, int writerBatchMax, long writerTimeoutMs, long busyTimeoutMs,
-      int writerBatchMaxRows, long writerBatchMaxBytes, long writerCommitDelayMs) {}
+      int writerBatchMaxRows, long writerBatchMaxBytes, long writerCommitDelayMs, long watermarkIntervalMs,
+      long minFreeBytes) {}
 
   /**
    * Protocol limits, wire.md §3 "Other constants" and §4.7.

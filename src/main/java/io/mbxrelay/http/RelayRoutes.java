@@ -241,6 +241,9 @@ public final class RelayRoutes {
     RelayError e;
     if (t instanceof RelayError re) {
       e = re;
+    } else if (io.mbxrelay.server.StoreClient.isDiskFloorRefusal(t)) {
+      ctx.response().putHeader("retry-after", "60"); // the disk under store.minFreeBytes: not stored, retry later
+      e = RelayError.STORE_UNAVAILABLE;
     } else if (t instanceof ReplyException rx
         && (rx.failureType() == ReplyFailure.TIMEOUT || rx.failureType() == ReplyFailure.NO_HANDLERS
         || rx.failureCode() == 503)) {

@@ -146,6 +146,18 @@ public final class RelayMetrics implements AutoCloseable {
   public static final String CLOCK_PAUSED = "mbxrelay.clock.paused";
   /** Wall clock minus the store's trusted time at the latest reading, seconds (positive: the wall clock is ahead). */
   public static final String CLOCK_STEP = "mbxrelay.clock.step.seconds";
+  /** Gauge: free space of the store's file system at the last reading, bytes (issue 10 item 9). */
+  public static final String STORE_FREE_BYTES = "mbxrelay.store.free.bytes";
+  /** Gauge: the free-space floor {@code store.minFreeBytes}, bytes. */
+  public static final String STORE_MIN_FREE_BYTES = "mbxrelay.store.min.free.bytes";
+  /** Gauge: 1 while the store counts as full (under the floor, or after {@code SQLITE_FULL} until space returns). */
+  public static final String STORE_DISK_FULL = "mbxrelay.store.disk.full";
+  /** Counter: push requests the writer refused because free space was under the floor (503). */
+  public static final String STORE_DISK_REFUSALS = "mbxrelay.store.disk.refusals";
+  /** Gauge: writer transactions committed but not yet in the commit watermark file (issue 10 item 3). */
+  public static final String WATERMARK_LAG = "mbxrelay.watermark.lag.transactions";
+  /** Counter: commit watermark writes that failed (the watermark lags until one succeeds). */
+  public static final String WATERMARK_WRITE_FAILURES = "mbxrelay.watermark.write.failures";
   /** Wall-clock steps larger than {@code timers.maxClockStepMs} detected since start. */
   public static final String CLOCK_STEPS = "mbxrelay.clock.steps";
   /** Counter, label {@code outcome} ({@link Outcome#OK}, {@link Outcome#FAILED}): JWKS refreshes. */
@@ -236,6 +248,8 @@ public final class RelayMetrics implements AutoCloseable {
           .tag(TAG_CAUSE, c.label()).register(registry));
     }
     ackedItems = Counter.builder(ACKED_ITEMS).description("items deleted by acks").register(registry);
+    watermarkFailures = Counter.builder(WATERMARK_WRITE_FAILURES).description("failed commit watermark writes")
+        .register(registry);
     pullPages = Counter.builder(PULL_PAGES).description("pull pages served").register(registry);
     pullItems = Counter.builder(PULL_ITEMS).description("items served in pull pages").register(registry);
     scanFailures = Counter.builder(QUEUE_SCAN_FAILURES).description("failed queue gauge scans").register(registry);
@@ -598,6 +612,55 @@ public final class RelayMetrics implements AutoCloseable {
    */
   public void jwksRefresh(boolean ok) {
     jwksRefreshes.get(ok ? Outcome.OK : Outcome.FAILED).increment();
+  }
+
+  private io.mbxrelay.store.DiskSpace disk;
+  private LongSupplier diskRefusals;
+  private LongSupplier watermarkLag;
+  private final Counter watermarkFailures;
+
+  /**
+   * Binds the store's free-space meters (issue 10 item 9).
+   *
+   * @param disk the free-space guard (its readings are cached; a scrape reads the file system at most once a second)
+   * @param refusals push requests refused by the floor since start
+   */
+  public void bindDisk(io.mbxrelay.store.DiskSpace disk, LongSupplier refusals) {
+    this.disk = Objects.requireNonNull(disk);
+    this.diskRefusals = Objects.requireNonNull(refusals);
+    Gauge.builder(STORE_FREE_BYTES, this, m -> {
+      long free = m.disk.freeBytes();
+      return free == Long.MAX_VALUE ? Double.NaN : free;
+    }).description("free space of the store's file system, bytes").register(registry);
+    Gauge.builder(STORE_MIN_FREE_BYTES, this, m -> m.disk.floor())
+        .description("store.minFreeBytes: under it pushes are refused").register(registry);
+    Gauge.builder(STORE_DISK_FULL, this, m -> m.disk.full() ? 1 : 0)
+        .description("1 while the store's disk counts as full").register(registry);
+    io.micrometer.core.instrument.FunctionCounter.builder(STORE_DISK_REFUSALS, this,
+        m -> m.diskRefusals.getAsLong()).description("push requests refused under the free-space floor")
+        .register(registry);
+  }
+
+  /**
+   * Binds the commit watermark's meters (issue 10 item 3).
+   *
+   * @param lag committed transactions not yet in the watermark file
+   */
+  public void bindWatermark(LongSupplier lag) {
+    this.watermarkLag = Objects.requireNonNull(lag);
+    Gauge.builder(WATERMARK_LAG, this, m -> m.watermarkLag.getAsLong())
+        .description("writer transactions committed but not yet in relay.watermark").register(registry);
+  }
+
+  /**
+   * One background write of the commit watermark ended.
+   *
+   * @param ok false when it failed
+   */
+  public void watermarkWritten(boolean ok) {
+    if (!ok) {
+      watermarkFailures.increment();
+    }
   }
 
   /** Prometheus text exposition of every meter (tests; the admin server uses the Vert.x scraping handler). */

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.metrics.RelayMetrics;
 import io.mbxrelay.store.ClockGuard;
+import io.mbxrelay.store.DiskSpace;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.wire.Json;
 import io.vertx.core.Future;
@@ -38,7 +39,9 @@ import org.slf4j.LoggerFactory;
  * within {@code admin.readyTimeoutMs}. Readiness ({@code /ready}, 200 {@code {"ready":true}} or 503
  * {@code {"ready":false,"failing":[…]}}): the writer is not fail-stopped, the epoch is loaded, the last probe
  * transaction committed (the store took a page write) and answered within {@code admin.readyTimeoutMs}, no probe is
- * outstanding for longer than that bound, and the read pool answers. Bodies name checks, never keys or data.
+ * outstanding for longer than that bound, the store's disk is not full ({@link DiskSpace#full()}: under
+ * {@code store.minFreeBytes}, or after {@code SQLITE_FULL} until space returns; issue 10 item 9), and the read pool
+ * answers. Bodies name checks, never keys or data.
  *
  * <p>Store clock ({@link ClockGuard}, issue 10 item 7): {@code GET /clock} shows whether expiry and dedup pruning are
  * paused after a wall-clock step; {@code POST /clock/resume} is the operator's acceptance of the wall clock
@@ -62,15 +65,18 @@ public final class AdminVerticle extends VerticleBase {
   private volatile String lastFailure;
   private volatile int actualPort = -1;
   private final ClockGuard clock;
+  private final DiskSpace disk;
 
   /**
    * @param services shared services (config, store client, read store, metrics)
    * @param writer the writer (fail-stop flag)
    * @param loops the HTTP verticle instances whose event loops {@code /health} checks
    * @param clock the store's clock guard ({@code GET /clock}, {@code POST /clock/resume})
+   * @param disk the store's free-space guard ({@code /ready} is 503 while the disk counts as full)
    */
   public AdminVerticle(RelayServices services, StoreWriterVerticle writer, List<HttpVerticle> loops,
-      ClockGuard clock) {
+      ClockGuard clock, DiskSpace disk) {
+    this.disk = Objects.requireNonNull(disk);
     this.services = Objects.requireNonNull(services);
     this.writer = Objects.requireNonNull(writer);
     this.loops = List.copyOf(loops);
@@ -165,6 +171,11 @@ public final class AdminVerticle extends VerticleBase {
     }
     if (services.epoch() == null || services.epoch().isEmpty()) {
       out.add("epoch not loaded");
+    }
+    if (disk.full()) { // a cached reading: at most one statvfs a second, whoever asks
+      long free = disk.freeBytes();
+      out.add("store disk full: " + (free == Long.MAX_VALUE ? "?" : free) + " bytes free, store.minFreeBytes "
+          + disk.floor() + " (new pushes are refused)");
     }
     long bound = TimeUnit.MILLISECONDS.toNanos(config.readyTimeoutMs());
     long sent = probeSentAt;

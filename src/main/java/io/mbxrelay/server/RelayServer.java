@@ -12,7 +12,9 @@ import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.metrics.RelayMetrics;
 import io.mbxrelay.store.ClockGuard;
+import io.mbxrelay.store.DiskSpace;
 import io.mbxrelay.store.StoreCommand;
+import io.mbxrelay.store.sqlite.CommitWatermark;
 import io.mbxrelay.store.sqlite.SqliteOps;
 import io.mbxrelay.store.sqlite.SqliteRelayStore;
 import io.mbxrelay.store.sqlite.StoreFiles;
@@ -54,10 +56,19 @@ public final class RelayServer implements AutoCloseable {
    * @param transactions observer of each writer transaction, on the writer thread (tests, metrics)
    * @param acceptClock take the wall clock as right at start even when it is far from the store's clock watermark
    *     ({@code serve --accept-clock}, issue 10 item 7)
+   * @param acceptLostCommits open a store that is behind its commit watermark, with a new epoch
+   *     ({@code serve --accept-lost-commits}, issue 10 item 3)
    */
   public record Options(int port, String bind, Path storeDir, ClientAddress clientAddress, CrashPoint crashPoint,
       Clock clock, java.util.function.Consumer<ExpirySweepVerticle.Run> onSweep,
-      StoreWriterVerticle.TransactionListener transactions, boolean acceptClock) {
+      StoreWriterVerticle.TransactionListener transactions, boolean acceptClock, boolean acceptLostCommits) {
+
+    /** Options that refuse a store behind its commit watermark. */
+    public Options(int port, String bind, Path storeDir, ClientAddress clientAddress, CrashPoint crashPoint,
+        Clock clock, java.util.function.Consumer<ExpirySweepVerticle.Run> onSweep,
+        StoreWriterVerticle.TransactionListener transactions, boolean acceptClock) {
+      this(port, bind, storeDir, clientAddress, crashPoint, clock, onSweep, transactions, acceptClock, false);
+    }
 
     /** Options without observers. */
     public Options(int port, String bind, Path storeDir, ClientAddress clientAddress, CrashPoint crashPoint,
@@ -92,6 +103,7 @@ public final class RelayServer implements AutoCloseable {
   private final int port;
   private ExpirySweepVerticle sweep;
   private AdminVerticle admin;
+  private CommitWatermark watermark;
   private boolean closed;
   private int adminPort = -1;
 
@@ -123,13 +135,17 @@ public final class RelayServer implements AutoCloseable {
     StoreLock lock = StoreLock.acquire(options.storeDir(), 60_000);
     Vertx vertx = null;
     RelayMetrics metrics = null;
+    SqliteRelayStore openedStore = null;
+    CommitWatermark watermark = null;
     try {
       // The store reads guarded time (accepted_at, expires_at, seqs, heartbeat): never backwards, never a step ahead
       // of its persisted watermark (issue 10 item 7). The HTTP side keeps the wall clock for hop windows.
       ClockGuard clock = new ClockGuard(options.clock(), ClockGuard.monotonicOf(options.clock()),
           config.timers().maxClockStepMs(), SqliteOps.watermark(options.storeDir()), options.acceptClock());
       SqliteRelayStore store = SqliteRelayStore.open(options.storeDir(), relayKey.publicKeyB64(), clock.clock(),
-          config.limits(), config.store().busyTimeoutMs(), config.timers().heartbeatStaleMs());
+          config.limits(), config.store().busyTimeoutMs(), config.timers().heartbeatStaleMs(),
+          options.acceptLostCommits());
+      openedStore = store;
       if (options.crashPoint() != CrashPoint.NONE) {
         LOG.warn("test crash harness armed [point: {}]: never use this in production", options.crashPoint());
         store.commitHook((commands, committed) -> {
@@ -148,16 +164,25 @@ public final class RelayServer implements AutoCloseable {
       vertx.eventBus().registerCodec(new LocalCodec());
       store.commitTimer(metrics::commitNanos);
       RelayMetrics m = metrics;
+      // The commit watermark (issue 10 item 3): written now for the store as opened, then by its own thread at most
+      // every store.watermarkIntervalMs after commits, off the reply path.
+      watermark = CommitWatermark.start(options.storeDir(), store.epoch(), store.commits(),
+          config.store().watermarkIntervalMs(), options.clock(), (n, ok) -> m.watermarkWritten(ok));
+      store.onCommit(watermark::committed);
+      metrics.bindWatermark(watermark::lag);
+      DiskSpace disk = DiskSpace.of(options.storeDir(), config.store().minFreeBytes());
       StoreWriterVerticle writer = new StoreWriterVerticle(store, config.store().writerBatchMax(),
           config.store().writerBatchMaxRows(), config.store().writerBatchMaxBytes(),
-          config.store().writerCommitDelayMs(), (commands, nanos, failure) -> {
+          config.store().writerCommitDelayMs(), disk, (commands, nanos, failure) -> {
             m.writerTransaction(commands.size(), nanos, failure == null ? null : failure.kind());
             options.transactions().transaction(commands, nanos, failure);
           });
       metrics.bindWriter(writer::queueDepth, writer::failStopped);
+      metrics.bindDisk(disk, writer::diskRefusals);
       List<String> deployments = new ArrayList<>();
       deployments.add(await(vertx.deployVerticle(writer, new DeploymentOptions()
           .setThreadingModel(ThreadingModel.WORKER).setWorkerPoolName("mbx-writer").setWorkerPoolSize(1))));
+      openedStore = null; // the writer owns it now and closes it when undeployed
       ReadStore reads = ReadStore.open(vertx, store.file(), config.store().readPoolSize(),
           config.store().busyTimeoutMs());
       RelayConfig.Limits l = config.limits();
@@ -221,9 +246,10 @@ public final class RelayServer implements AutoCloseable {
         return v;
       }, new DeploymentOptions().setInstances(config.http().instances()))));
       int port = instances.get(0).actualPort();
-      AdminVerticle admin = new AdminVerticle(services, writer, instances, clock);
+      AdminVerticle admin = new AdminVerticle(services, writer, instances, clock, disk);
       deployments.add(await(vertx.deployVerticle(admin)));
       RelayServer server = new RelayServer(vertx, lock, reads, services, store.openReport(), deployments, port);
+      server.watermark = watermark;
       server.sweep = sweep;
       server.admin = admin;
       server.adminPort = admin.actualPort();
@@ -235,6 +261,12 @@ public final class RelayServer implements AutoCloseable {
         } catch (Exception ignored) {
           // already failing
         }
+      }
+      if (openedStore != null) {
+        openedStore.close(); // the writer never took it over
+      }
+      if (watermark != null) {
+        watermark.close();
       }
       if (metrics != null) {
         metrics.close();
@@ -345,6 +377,7 @@ public final class RelayServer implements AutoCloseable {
     } catch (Exception e) {
       LOG.warn("vert.x close failed [error: {}]", e.toString());
     }
+    watermark.close(); // after the writer's last commit: the file ends at the store's final count
     services.metrics().close();
     lock.close();
   }

@@ -16,6 +16,12 @@ import java.util.Objects;
  * {@code duplicate}).
  */
 public final class StoreClient {
+  /**
+   * Failure message of a push the writer refused because the store's free space is under {@code store.minFreeBytes}
+   * (failure code 503; issue 10 item 9). Nothing was stored; the client retries later.
+   */
+  public static final String DISK_FLOOR = "store disk below its free-space floor";
+
   private final Vertx vertx;
   private final DeliveryOptions options;
 
@@ -26,6 +32,18 @@ public final class StoreClient {
   public StoreClient(Vertx vertx, long timeoutMs) {
     this.vertx = Objects.requireNonNull(vertx);
     this.options = new DeliveryOptions().setCodecName(LocalCodec.NAME).setSendTimeout(timeoutMs);
+  }
+
+  /**
+   * Whether a failed write was a push refused under the free-space floor ({@link #DISK_FLOOR}), so the HTTP edge can
+   * answer it with its own text and {@code Retry-After}. Safe on any thread.
+   *
+   * @param failure the failure of a {@link #send} future
+   * @return true for a free-space refusal
+   */
+  public static boolean isDiskFloorRefusal(Throwable failure) {
+    return failure instanceof io.vertx.core.eventbus.ReplyException rx && rx.failureCode() == 503
+        && DISK_FLOOR.equals(rx.getMessage());
   }
 
   /**

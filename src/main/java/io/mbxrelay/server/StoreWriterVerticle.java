@@ -1,5 +1,6 @@
 package io.mbxrelay.server;
 
+import io.mbxrelay.store.DiskSpace;
 import io.mbxrelay.store.RelayStore;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.store.StoreException;
@@ -27,8 +28,13 @@ import org.slf4j.LoggerFactory;
  * <p>Once a second, when idle, the writer asks the store to follow changes another process committed (an operator's
  * deny-list command beside the running relay).
  *
- * <p>Failure replies: {@code 503} when the store is unavailable (I/O, disk full, busy) or the writer stopped after
- * corruption (fail-stop); {@code 500} for a bug in one command.
+ * <p>Free-space floor (issue 10 item 9): while {@link DiskSpace#refusesPushes()} says the store's file system is under
+ * {@code store.minFreeBytes}, push commands (v1 and v2) are answered at once with failure code 503 and the message
+ * {@link StoreClient#DISK_FLOOR} and never reach SQLite; every other command (acks free space; enrolments, the
+ * heartbeat and sweeps are small) still runs. The check reads a cached value: at most one {@code statvfs} a second.
+ *
+ * <p>Failure replies: {@code 503} when the store is unavailable (I/O, disk full, busy), under the free-space floor, or
+ * the writer stopped after corruption (fail-stop); {@code 500} for a bug in one command.
  */
 public final class StoreWriterVerticle extends VerticleBase {
   private static final Logger LOG = LoggerFactory.getLogger(StoreWriterVerticle.class);
@@ -60,6 +66,8 @@ public final class StoreWriterVerticle extends VerticleBase {
   private long refreshTimer = -1;
   private final long commitDelayMs;
   private long lastTxnEnd;
+  private final DiskSpace disk;
+  private final java.util.concurrent.atomic.AtomicLong diskRefusals = new java.util.concurrent.atomic.AtomicLong();
 
   /**
    * @param store the store; from now on touched only on this verticle's thread
@@ -67,11 +75,13 @@ public final class StoreWriterVerticle extends VerticleBase {
    * @param maxRows most item rows per transaction ({@link StoreCommand#weightRows()})
    * @param maxBytes most wire bytes per transaction ({@link StoreCommand#weightBytes()})
    * @param commitDelayMs how long a command arriving right after a transaction waits for company, ms (0 = never)
+   * @param disk the store's free-space guard (floor {@code store.minFreeBytes})
    * @param listener transaction observer
    */
   public StoreWriterVerticle(RelayStore store, int batchMax, int maxRows, long maxBytes, long commitDelayMs,
-      TransactionListener listener) {
+      DiskSpace disk, TransactionListener listener) {
     this.store = Objects.requireNonNull(store);
+    this.disk = Objects.requireNonNull(disk);
     this.batchMax = batchMax;
     this.maxRows = maxRows;
     this.maxBytes = maxBytes;
@@ -82,6 +92,11 @@ public final class StoreWriterVerticle extends VerticleBase {
   /** True after a corruption error stopped the writer; readiness reports it. */
   public boolean failStopped() {
     return failStopped;
+  }
+
+  /** Push requests refused because free space was under the floor, since start (metrics; any thread). */
+  public long diskRefusals() {
+    return diskRefusals.get();
   }
 
   /** Commands waiting for the next transaction (approximate, for metrics). */
@@ -143,11 +158,22 @@ public final class StoreWriterVerticle extends VerticleBase {
       List<Message<StoreCommand<?>>> probes = new ArrayList<>(0);
       int rows = 0;
       long bytes = 0;
+      Boolean refusePushes = null; // asked once per batch, and only when a push is in it
       while (!pending.isEmpty() && batch.size() < batchMax) {
         StoreCommand<?> next = pending.peek().body();
         if (next instanceof StoreCommand.Probe) {
           probes.add(pending.poll());
           continue;
+        }
+        if (isPush(next)) {
+          if (refusePushes == null) {
+            refusePushes = disk.refusesPushes();
+          }
+          if (refusePushes) {
+            diskRefusals.incrementAndGet();
+            pending.poll().fail(503, StoreClient.DISK_FLOOR);
+            continue;
+          }
         }
         if (!batch.isEmpty() && (rows + next.weightRows() > maxRows || bytes + next.weightBytes() > maxBytes)) {
           break;
@@ -161,6 +187,15 @@ public final class StoreWriterVerticle extends VerticleBase {
       }
       probes.forEach(this::probe); // after what queued before them; no transaction (issue 10 item 14)
     }
+  }
+
+  private static boolean isPush(StoreCommand<?> c) {
+    return c instanceof StoreCommand.PushBatch || c instanceof StoreCommand.Push || c instanceof StoreCommand.PushV1;
+  }
+
+  /** Wire bytes a committed command may have written (for the free-space estimate). */
+  private static long writtenBytes(StoreCommand<?> c) {
+    return c instanceof StoreCommand.PushV1 v ? (long) v.wire().length * v.targets().size() : c.weightBytes();
   }
 
   /** A readiness probe: the write lock taken and released on this thread, nothing committed. */
@@ -197,6 +232,9 @@ public final class StoreWriterVerticle extends VerticleBase {
       results = store.execute(commands);
     } catch (StoreException e) {
       listener.transaction(commands, System.nanoTime() - start, e);
+      if (e.diskFull()) {
+        disk.failedFull(); // readiness turns false until space returns
+      }
       if (e.kind() == StoreException.Kind.CORRUPT) {
         failStopped = true;
         LOG.error("store corrupt: writer stopped (fail-stop) [error: {}]", e.getMessage());
@@ -221,6 +259,11 @@ public final class StoreWriterVerticle extends VerticleBase {
       return;
     }
     listener.transaction(commands, System.nanoTime() - start, null);
+    long written = 0;
+    for (StoreCommand<?> c : commands) {
+      written += writtenBytes(c);
+    }
+    disk.committed(written);
     for (int i = 0; i < batch.size(); i++) {
       RelayStore.CommandResult r = results.get(i);
       Message<StoreCommand<?>> m = batch.get(i);

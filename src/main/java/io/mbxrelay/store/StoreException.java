@@ -18,6 +18,7 @@ public final class StoreException extends Exception {
   }
 
   private final Kind kind;
+  private final boolean diskFull;
 
   /**
    * @param kind failure class
@@ -25,12 +26,28 @@ public final class StoreException extends Exception {
    * @param cause the underlying exception, may be null
    */
   public StoreException(Kind kind, String message, Throwable cause) {
+    this(kind, message, cause, false);
+  }
+
+  /**
+   * @param kind failure class
+   * @param message short text without key material or wire bytes
+   * @param cause the underlying exception, may be null
+   * @param diskFull the file system was full (SQLite {@code SQLITE_FULL}); always {@link Kind#UNAVAILABLE}
+   */
+  public StoreException(Kind kind, String message, Throwable cause, boolean diskFull) {
     super(message, cause);
     this.kind = kind;
+    this.diskFull = diskFull;
   }
 
   /** The failure class. */
   public Kind kind() {
     return kind;
+  }
+
+  /** True when the store's file system was full (issue 10 item 9: readiness turns false until space returns). */
+  public boolean diskFull() {
+    return diskFull;
   }
 }

@@ -120,6 +120,8 @@ class RestoreDrillIT {
       a.pushEnvelope(b, id, Envelopes.sealed(id));
       relay.stop();
       Files.copy(dir.resolve("relay.db"), copy); // a "volume snapshot" taken while stopped
+      // ...holds the commit watermark of that moment too (a relay.db put back alone is refused: CommitWatermarkTest)
+      Files.copy(dir.resolve("relay.watermark"), tmp.resolve("copy.watermark"));
     }
     try (ChildRelay relay = ChildRelay.start(dir, Map.of())) {
       TestHost a = new TestHost(relay.url(), "alpha", ka);
@@ -134,6 +136,7 @@ class RestoreDrillIT {
       relay.stop();
     }
     Files.copy(copy, dir.resolve("relay.db"), StandardCopyOption.REPLACE_EXISTING);
+    Files.copy(tmp.resolve("copy.watermark"), dir.resolve("relay.watermark"), StandardCopyOption.REPLACE_EXISTING);
     Files.deleteIfExists(dir.resolve("relay.db-wal"));
     Files.deleteIfExists(dir.resolve("relay.db-shm"));
     try (ChildRelay relay = ChildRelay.start(dir, Map.of())) {

@@ -84,6 +84,19 @@ public final class ChildRelay implements AutoCloseable {
     return "http://127.0.0.1:" + port;
   }
 
+  private static final Pattern ADMIN = Pattern.compile("admin \\(metrics, health, ready\\) on ([0-9.]+):(\\d+)");
+
+  /** The admin server's base URL ({@code /metrics}, {@code /health}, {@code /ready}), from the startup lines. */
+  public String adminUrl() {
+    for (String line : output) {
+      Matcher m = ADMIN.matcher(line);
+      if (m.find()) {
+        return "http://" + m.group(1) + ":" + m.group(2);
+      }
+    }
+    throw new IllegalStateException("no admin line in " + output);
+  }
+
   /** SIGKILL and wait for the process to be gone. */
   public void kill() throws InterruptedException {
     process.destroyForcibly();

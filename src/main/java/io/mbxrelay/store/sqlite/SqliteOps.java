@@ -148,15 +148,45 @@ public final class SqliteOps {
       ObjectNode rotated = Json.MAPPER.createObjectNode().put("from", from).put("to", to).put("at", at)
           .put("heartbeat", meta(c, "heartbeat")).put("reason", "operator");
       putMeta(c, "epoch_rotated", Json.stringify(rotated));
+      // The operator's word that this store is a new generation (hosts re-push and pull again): a store behind its
+      // commit watermark (a copied-back relay.db) is accepted, and the watermark follows (issue 10 item 3).
+      long commits = commitFloor(c, dir) + 1;
+      putMeta(c, CommitWatermark.META_KEY, Long.toString(commits));
       ObjectNode receipt = Json.MAPPER.createObjectNode().put("v", 1).put("type", "relay-epoch-rotated").put("at", at)
           .put("store", dir.toAbsolutePath().toString()).put("from", from).put("to", to).put("by", "operator");
       addOp(c, at, "epoch-rotated", receipt);
       try (Statement st = c.createStatement()) {
         st.execute("COMMIT");
       }
+      replaceWatermark(dir, to, commits, clock);
       return receipt;
     } catch (SQLException e) {
       throw new OpsException("IO", "rotate-epoch failed: " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * The count a store taking over this dir must start above: the larger of the store's {@code meta.commits} and the
+   * watermark's (a damaged or unreadable watermark counts 0: the caller rotates the epoch anyway).
+   */
+  private static long commitFloor(Connection c, Path dir) throws SQLException {
+    long floor = CommitWatermark.storeCommits(c);
+    try {
+      floor = Math.max(floor, CommitWatermark.read(dir).map(CommitWatermark.Mark::commits).orElse(0L));
+    } catch (IOException | StoreRefusedException e) {
+      // damaged or a link: replaceWatermark reports a link; a damaged one is replaced
+    }
+    return floor;
+  }
+
+  /** Writes the watermark for a store the operator just rewrote; failure leaves it lower, which is safe. */
+  private static void replaceWatermark(Path dir, String epoch, long commits, Clock clock) throws OpsException {
+    try {
+      CommitWatermark.replace(dir, new CommitWatermark.Mark(epoch, commits, clock.millis()));
+    } catch (StoreRefusedException e) {
+      throw new OpsException("UNSAFE", e.getMessage(), e);
+    } catch (IOException e) {
+      // The store is done and its count is above the old watermark: the next start rewrites the file.
     }
   }
 
@@ -396,6 +426,7 @@ public final class SqliteOps {
     boolean currentReadable = false;
     String currentEpoch = null;
     String restoredPaths = null;
+    long currentCommits = 0;
     if (currentExists) {
       try (Connection c = connect(live, 5000)) {
         checkSchema(c, live);
@@ -410,6 +441,7 @@ public final class SqliteOps {
         }
         currentEpoch = meta(c, "epoch");
         restoredPaths = meta(c, "restored_paths");
+        currentCommits = CommitWatermark.storeCommits(c);
         String hb = meta(c, "heartbeat");
         if (!lockAware && !force && hb != null) {
           try {
@@ -444,6 +476,7 @@ public final class SqliteOps {
 
     Path restoring = dir.resolve("relay.db.restoring-" + ProcessHandle.current().pid());
     ObjectNode carried = Json.MAPPER.createObjectNode();
+    long restoredCommits;
     String to = UUID.randomUUID().toString();
     String from = currentEpoch != null ? currentEpoch : backupInfo.path("epoch").asText(null);
     ObjectNode counts;
@@ -468,6 +501,9 @@ public final class SqliteOps {
         }
         putMeta(r, "epoch", to);
         putMeta(r, "heartbeat", Long.toString(now));
+        // above everything this dir ever committed: the replaced store, its watermark, the backup (issue 10 item 3)
+        restoredCommits = Math.max(currentCommits, commitFloor(r, dir)) + 1;
+        putMeta(r, CommitWatermark.META_KEY, Long.toString(restoredCommits));
         putMeta(r, "epoch_rotated", Json.stringify(Json.MAPPER.createObjectNode().put("from", from).put("to", to)
             .put("at", at).put("heartbeat", backupInfo.path("heartbeat").asText(null)).put("reason", "restore")));
         putMeta(r, "restored", Json.stringify(Json.MAPPER.createObjectNode().put("at", at)
@@ -517,6 +553,7 @@ public final class SqliteOps {
       throw new OpsException("IO", "restore could not swap the store files: " + e.getMessage()
           + (rollback != null ? " (the previous store is at " + rollback + ")" : ""), e);
     }
+    replaceWatermark(dir, to, restoredCommits, clock);
     ObjectNode done = receipt(dir, at, backupInfo, replaced, from, to, carried, counts, rollback);
     // The ops entry was written inside the restored copy before the swap; now that the rollback copy has its place,
     // record the final receipt so `mbxrelay log` shows where the replaced store went.
@@ -588,6 +625,9 @@ public final class SqliteOps {
     List<String> integrity;
     List<String> metadata = List.of();
     StoreIntegrity.HashReport hashes = null;
+    long storeCommits = -1;
+    // the watermark first: read before the store's count, it can only be lower than that count on a live relay
+    WatermarkRead mark = readWatermarkBeside(db);
     StoreIntegrity.prefetch(db);
     org.sqlite.SQLiteConfig ro = new org.sqlite.SQLiteConfig();
     ro.setReadOnly(true);
@@ -604,6 +644,7 @@ public final class SqliteOps {
         if (full && metadata.isEmpty()) {
           hashes = StoreIntegrity.verifyHashes(c, 100);
         }
+        storeCommits = CommitWatermark.storeCommits(c);
       }
     } catch (SQLException e) {
       if (!StoreIntegrity.isCorruption(e)) {
@@ -611,7 +652,9 @@ public final class SqliteOps {
       }
       integrity = List.of(e.getMessage());
     }
-    boolean ok = integrity.isEmpty() && metadata.isEmpty() && (hashes == null || hashes.ok());
+    ObjectNode watermark = watermarkReport(mark, storeCommits);
+    boolean behind = watermark != null && watermark.get("behind").asBoolean();
+    boolean ok = integrity.isEmpty() && metadata.isEmpty() && (hashes == null || hashes.ok()) && !behind;
     receipt.put("ok", ok);
     ArrayNode ip = receipt.putObject("integrity").put("check", full ? "integrity_check" : "quick_check")
         .putArray("problems");
@@ -626,8 +669,43 @@ public final class SqliteOps {
       ArrayNode rows = items.putArray("rows");
       hashes.rows().forEach(rows::add);
     }
+    receipt.set("watermark", watermark == null ? Json.MAPPER.nullNode() : watermark);
     receipt.put("took_ms", (System.nanoTime() - start) / 1_000_000);
     return receipt;
+  }
+
+  /**
+   * The commit watermark beside a store's {@code relay.db} compared with its {@code meta.commits} (issue 10 item 3):
+   * {@code {file, commits, epoch, at, store_commits, behind}}, with {@code damaged: true} for a file whose records do
+   * not verify; null for a backup file, a store without a watermark, or a store that could not be read.
+   */
+  private static ObjectNode watermarkReport(WatermarkRead read, long storeCommits) {
+    if (read == null || storeCommits < 0) {
+      return null;
+    }
+    ObjectNode w = Json.MAPPER.createObjectNode().put("file", read.file().toString());
+    if (read.mark() == null) {
+      return w.put("damaged", true).put("store_commits", storeCommits).put("behind", true);
+    }
+    CommitWatermark.Mark m = read.mark();
+    return w.put("commits", m.commits()).put("epoch", m.epoch()).put("at", IsoTime.format(m.atMs()))
+        .put("store_commits", storeCommits).put("behind", m.commits() > storeCommits);
+  }
+
+  /** The watermark beside a store's relay.db: its newest record, or a null mark when the file is damaged. */
+  private record WatermarkRead(Path file, CommitWatermark.Mark mark) {}
+
+  private static WatermarkRead readWatermarkBeside(Path db) {
+    Path dir = db.toAbsolutePath().getParent();
+    if (dir == null || !db.getFileName().toString().equals(SqliteSettings.DB_FILE)
+        || !Files.exists(dir.resolve(CommitWatermark.FILE), LinkOption.NOFOLLOW_LINKS)) {
+      return null; // a backup file, or a store without a watermark
+    }
+    try {
+      return new WatermarkRead(dir.resolve(CommitWatermark.FILE), CommitWatermark.read(dir).orElse(null));
+    } catch (IOException | StoreRefusedException e) {
+      return new WatermarkRead(dir.resolve(CommitWatermark.FILE), null);
+    }
   }
 
   private static ObjectNode receipt(Path dir, String at, ObjectNode backupInfo, ObjectNode replaced, String from,

@@ -76,6 +76,9 @@ public final class SqliteRelayStore implements RelayStore {
   /** Targets that received an item in the open transaction (for long-poll pulls, after COMMIT). */
   private final Set<String> newItemTargets = new HashSet<>();
   private java.util.function.Consumer<Set<String>> newItems = targets -> {};
+  /** {@code meta.commits}: writer transactions committed in this store's life (issue 10 item 3, the watermark's count). */
+  private long commits;
+  private java.util.function.LongConsumer onCommit = n -> {};
 
   private SqliteRelayStore(Path file, Connection conn, Clock clock, RelayConfig.Limits limits, String relayPubkey,
       String epoch) {
@@ -126,10 +129,36 @@ public final class SqliteRelayStore implements RelayStore {
    */
   public static SqliteRelayStore open(Path storeDir, String relayPubkey, Clock clock, RelayConfig.Limits limits,
       long busyTimeoutMs, long heartbeatStaleMs) throws StoreOpenException {
+    return open(storeDir, relayPubkey, clock, limits, busyTimeoutMs, heartbeatStaleMs, false);
+  }
+
+  /**
+   * Opens the store as {@link #open(Path, String, Clock, RelayConfig.Limits, long, long)} does, after comparing it with
+   * its commit watermark ({@link CommitWatermark}, issue 10 item 3) on a read-only connection: a store whose
+   * {@code meta.commits} is below {@code relay.watermark} (or whose watermark is damaged) lost commits that hosts hold
+   * receipts for and is refused before anything writes to it, so its WAL stays as evidence; unless
+   * {@code acceptLostCommits}, which opens it with a new epoch (hosts re-push and pull again from 0) and raises its
+   * count to the watermark.
+   *
+   * @param storeDir the store directory (created 0700 when missing)
+   * @param relayPubkey the relay's public key; a new store pins it, an existing one must match
+   * @param clock time source (tests inject one)
+   * @param limits protocol limits (quotas, retention, caps)
+   * @param busyTimeoutMs SQLite busy timeout
+   * @param heartbeatStaleMs a stored heartbeat further than this from now rotates the epoch (wire.md §5); 0 = never
+   * @param acceptLostCommits the operator accepts a store behind its watermark ({@code serve --accept-lost-commits})
+   * @return the open store
+   * @throws StoreOpenException newer schema, another relay key, not a store, unreadable; {@link StoreRefusedException}
+   *     for a store behind its watermark
+   */
+  public static SqliteRelayStore open(Path storeDir, String relayPubkey, Clock clock, RelayConfig.Limits limits,
+      long busyTimeoutMs, long heartbeatStaleMs, boolean acceptLostCommits) throws StoreOpenException {
     Objects.requireNonNull(relayPubkey);
     createStoreDir(storeDir);
     Path file = storeDir.resolve(SqliteSettings.DB_FILE);
-    StoreFiles.prepareDatabase(file); // no links, no empty relay.db, a new one 0600 (issue 10 item 4, 11 items 11-12)
+    // no links, no empty relay.db, a new one 0600 (issue 10 item 4, 11 items 11-12)
+    boolean created = StoreFiles.prepareDatabase(file);
+    CommitWatermark.Verdict verdict = verifyWatermark(storeDir, file, created, acceptLostCommits);
     Connection conn;
     try {
       conn = DriverManager.getConnection(SqliteSettings.url(file), SqliteSettings.writer(busyTimeoutMs));
@@ -148,7 +177,7 @@ public final class SqliteRelayStore implements RelayStore {
       }
       StoreIntegrity.requireQuickCheck(conn, file); // a damaged store is refused, never served (issue 10 item 2)
       SqliteRelayStore store = new SqliteRelayStore(file, conn, clock, limits, relayPubkey, null);
-      store.openReport = store.initialise(heartbeatStaleMs);
+      store.openReport = store.initialise(heartbeatStaleMs, verdict);
       store.refreshIfChangedElsewhere(); // loads the enrolment cache
       return store;
     } catch (SQLException e) {
@@ -187,6 +216,55 @@ public final class SqliteRelayStore implements RelayStore {
     }
   }
 
+  /**
+   * The open-time watermark gate (issue 10 item 3), before the writer connection exists: nothing has written to the
+   * store yet, so a refused store keeps its WAL exactly as the crash left it.
+   */
+  private static CommitWatermark.Verdict verifyWatermark(Path dir, Path db, boolean created, boolean accept)
+      throws StoreOpenException {
+    CommitWatermark.Verdict v;
+    try {
+      v = CommitWatermark.verify(dir, db, created);
+    } catch (SQLException e) {
+      if (StoreIntegrity.isCorruption(e)) {
+        throw new StoreRefusedException(db + " cannot be read to compare it with its commit watermark ("
+            + e.getMessage() + "): the store is damaged and will not be served. " + StoreIntegrity.remedy(dir), e);
+      }
+      throw new StoreOpenException("cannot read the store " + db + " to compare it with its commit watermark: "
+          + e.getMessage(), e);
+    } catch (IOException e) {
+      throw new StoreOpenException("cannot read the commit watermark " + dir.resolve(CommitWatermark.FILE) + ": "
+          + e.getMessage(), e);
+    }
+    if (v.behind() && !accept) {
+      throw new StoreRefusedException(behindMessage(dir, db, v));
+    }
+    if (v.behind()) {
+      LOG.warn("store behind its commit watermark accepted by the operator (--accept-lost-commits): the epoch rotates"
+          + " [store commits: {}] [watermark: {}]", v.storeCommits(),
+          v.damaged() ? "damaged" : CommitWatermark.describe(v.mark().orElseThrow()));
+    }
+    return v;
+  }
+
+  /** The refusal text for a store behind its watermark: what happened, what hosts hold, the remedies. */
+  static String behindMessage(Path dir, Path db, CommitWatermark.Verdict v) {
+    Path wm = dir.resolve(CommitWatermark.FILE);
+    String what = v.damaged()
+        ? wm + " is damaged (neither of its two records verifies), so the relay cannot tell whether " + db
+            + " lost committed transactions."
+        : db + " is behind its commit watermark " + wm + ": the store ends at commit " + v.storeCommits()
+            + ", but " + CommitWatermark.describe(v.mark().orElseThrow()) + " had been committed and answered."
+            + " Committed transactions were lost (a damaged or missing write-ahead log " + db.getFileName()
+            + "-wal after a crash, or an older relay.db put back), and hosts may hold accept receipts for items"
+            + " this store no longer has.";
+    return what + " The store will not be served as it is. Keep the files for analysis (copy the whole store dir"
+        + " away). Then either restore the latest good backup (mbxrelay restore BACKUP --store-dir " + dir
+        + "), or accept the loss: mbxrelay serve --accept-lost-commits --store-dir " + dir
+        + " (the epoch rotates, so senders re-push what they hold and receivers pull again from 0; after a restore by"
+        + " file copy, mbxrelay rotate-epoch --store-dir " + dir + " does the same).";
+  }
+
   /** What the open did (created, epoch rotated and why). */
   public OpenReport openReport() {
     return openReport;
@@ -218,7 +296,8 @@ public final class SqliteRelayStore implements RelayStore {
     this.commitTimer = Objects.requireNonNull(timer);
   }
 
-  private OpenReport initialise(long heartbeatStaleMs) throws SQLException, StoreOpenException {
+  private OpenReport initialise(long heartbeatStaleMs, CommitWatermark.Verdict verdict)
+      throws SQLException, StoreOpenException {
     long now = clock.millis();
     String nowIso = IsoTime.format(now);
     try (Statement st = conn.createStatement()) {
@@ -283,7 +362,22 @@ public final class SqliteRelayStore implements RelayStore {
           putMeta("expiry_from", nowIso);
         }
         Optional<String> hb = meta("heartbeat");
-        if (hb.isPresent() && heartbeatStaleMs > 0) {
+        if (verdict.behind()) {
+          // The operator accepted a store that lost commits (serve --accept-lost-commits): a new epoch makes senders
+          // re-push what they hold and receivers pull again from 0 (seed 000 §5), exactly as after a restore.
+          rotatedReason = "lost commits accepted";
+          previous = meta("epoch").orElseThrow();
+          String next = UUID.randomUUID().toString();
+          putMeta("epoch", next);
+          String hbIso = hb.map(h -> h.matches("[0-9]{1,15}") ? IsoTime.format(Long.parseLong(h)) : h).orElse("");
+          putMeta("epoch_rotated", "{\"from\":\"" + previous + "\",\"to\":\"" + next + "\",\"at\":\"" + nowIso
+              + "\",\"heartbeat\":\"" + jsonEsc(hbIso) + "\",\"reason\":\"" + rotatedReason + "\"}");
+          addOp("epoch-rotated", "{\"v\":1,\"type\":\"relay-epoch-rotated\",\"at\":\"" + nowIso + "\",\"from\":\""
+              + previous + "\",\"to\":\"" + next + "\",\"heartbeat\":\"" + jsonEsc(hbIso) + "\",\"reason\":\""
+              + rotatedReason + "\",\"store_commits\":" + verdict.storeCommits() + ",\"watermark_commits\":"
+              + (verdict.damaged() ? "null" : Long.toString(verdict.mark().orElseThrow().commits()))
+              + ",\"by\":\"operator\"}");
+        } else if (hb.isPresent() && heartbeatStaleMs > 0) {
           long beat;
           try {
             beat = Long.parseLong(hb.get());
@@ -308,11 +402,15 @@ public final class SqliteRelayStore implements RelayStore {
       }
       ensureIndexes();
       putMeta("heartbeat", Long.toString(now));
+      // every writer transaction counts itself, this one too; a store accepted behind its watermark starts above it
+      long next = Math.max(CommitWatermark.storeCommits(conn), verdict.floor()) + 1;
+      putMeta(CommitWatermark.META_KEY, Long.toString(next));
       this.epoch = meta("epoch").orElseThrow();
       try (Statement st = conn.createStatement()) {
         st.execute("COMMIT");
       }
       ok = true;
+      this.commits = next;
       return new OpenReport(created, rotatedReason, previous);
     } finally {
       if (!ok) {
@@ -434,6 +532,7 @@ public final class SqliteRelayStore implements RelayStore {
       followExternalChanges();
       statement("BEGIN IMMEDIATE").execute();
     } catch (SQLException e) {
+      dropStatements();
       throw classify("begin failed", e);
     }
     List<CommandResult> results = new ArrayList<>(commands.size());
@@ -443,11 +542,17 @@ public final class SqliteRelayStore implements RelayStore {
       }
       writeDirtySeqs();
       writePendingUsage();
+      PreparedStatement count = statement(COUNT_COMMIT);
+      count.setString(1, Long.toString(commits + 1));
+      count.executeUpdate();
       hook.at(commands, false);
       long start = System.nanoTime();
       statement("COMMIT").execute();
       commitTimer.accept(System.nanoTime() - start);
     } catch (SQLException | RuntimeException e) {
+      if (e instanceof SQLException) {
+        dropStatements(); // the driver may have finalized the failing statement (see dropStatements)
+      }
       rollbackQuietly();
       afterRollback();
       throw e instanceof SQLException se ? classify("commit failed", se)
@@ -459,6 +564,7 @@ public final class SqliteRelayStore implements RelayStore {
       afterRollback();
       throw e;
     }
+    commits++;
     afterCommit();
     if (!newItemTargets.isEmpty()) {
       Set<String> targets = Set.copyOf(newItemTargets);
@@ -469,8 +575,40 @@ public final class SqliteRelayStore implements RelayStore {
         LOG.warn("new-item observer failed [error: {}]", e.toString());
       }
     }
+    onCommit.accept(commits);
     hook.at(commands, true);
     return results;
+  }
+
+  private static final String COUNT_COMMIT = "INSERT INTO meta(k, v) VALUES('" + CommitWatermark.META_KEY
+      + "', ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v";
+
+  /**
+   * Closes every cached statement so the next use prepares it again. sqlite-jdbc finalizes a statement whose step
+   * failed with most error codes ({@code SQLITE_FULL} included) but leaves the Java object open, and every later
+   * execution of it fails with "statement is not executing": after one {@code SQLITE_FULL} on COMMIT the writer
+   * answered every later transaction 500 until a restart, even once space had returned (issue 10 item 9, found by
+   * {@code DiskFullIT}). Failures are rare, preparing a dozen statements again is cheap.
+   */
+  private void dropStatements() {
+    for (PreparedStatement ps : statements.values()) {
+      try {
+        ps.close();
+      } catch (SQLException ignored) {
+        // already finalized
+      }
+    }
+    statements.clear();
+  }
+
+  /** Installs the post-commit observer: called on the writer thread with {@code meta.commits} after every COMMIT. */
+  public void onCommit(java.util.function.LongConsumer observer) {
+    this.onCommit = Objects.requireNonNull(observer);
+  }
+
+  /** {@code meta.commits} as last committed by this writer (issue 10 item 3). Writer thread only. */
+  public long commits() {
+    return commits;
   }
 
   /**
@@ -484,6 +622,7 @@ public final class SqliteRelayStore implements RelayStore {
     try {
       followExternalChanges();
     } catch (SQLException e) {
+      dropStatements();
       throw classify("refresh failed", e);
     }
   }
@@ -494,6 +633,7 @@ public final class SqliteRelayStore implements RelayStore {
       dataVersion = v;
       state.dropAll();
       enrolments.replaceAll(allEnrolmentRows());
+      commits = Math.max(commits, CommitWatermark.storeCommits(conn));
     }
   }
 
@@ -522,6 +662,7 @@ public final class SqliteRelayStore implements RelayStore {
     } catch (SQLException e) {
       // The rows are committed; the copy is not. Reading them next time is all it takes: force it.
       LOG.warn("enrolment cache refresh failed [error: {}]", e.getMessage());
+      dropStatements();
       dataVersion = -1;
     } finally {
       dirtyEnrolments.clear();
@@ -559,6 +700,7 @@ public final class SqliteRelayStore implements RelayStore {
       if (se.kind() != StoreException.Kind.INTERNAL) {
         throw e; // I/O or corruption: the whole transaction is suspect
       }
+      dropStatements();
       rollbackTo();
       return new CommandResult(null, se);
     } catch (RuntimeException e) {
@@ -1466,6 +1608,7 @@ public final class SqliteRelayStore implements RelayStore {
    */
   public static StoreException classify(String what, SQLException e) {
     StoreException.Kind kind = StoreException.Kind.INTERNAL;
+    boolean full = false;
     if (e instanceof SQLiteException se) {
       SQLiteErrorCode code = se.getResultCode();
       String name = code == null ? "" : code.name();
@@ -1475,9 +1618,10 @@ public final class SqliteRelayStore implements RelayStore {
           || name.startsWith("SQLITE_READONLY") || name.startsWith("SQLITE_CANTOPEN")
           || name.startsWith("SQLITE_LOCKED") || name.startsWith("SQLITE_PROTOCOL")) {
         kind = StoreException.Kind.UNAVAILABLE;
+        full = name.startsWith("SQLITE_FULL");
       }
     }
-    return new StoreException(kind, what + ": " + (e.getMessage() == null ? "" : e.getMessage()), e);
+    return new StoreException(kind, what + ": " + (e.getMessage() == null ? "" : e.getMessage()), e, full);
   }
 
   @Override

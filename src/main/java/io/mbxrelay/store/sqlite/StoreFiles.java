@@ -42,7 +42,7 @@ public final class StoreFiles {
   /** Entries the relay writes inside a store directory. */
   static final List<String> ENTRIES = List.of(SqliteSettings.DB_FILE, SqliteSettings.DB_FILE + "-wal",
       SqliteSettings.DB_FILE + "-shm", SqliteSettings.DB_FILE + "-journal", StoreLock.FILE, StoreLock.FILE + "-journal",
-      "relay.key", ROLLBACK_DIR);
+      "relay.key", ROLLBACK_DIR, CommitWatermark.FILE);
 
   /** Left only by a store that existed: their presence without a {@code relay.db} means the store was lost. */
   private static final List<String> TRACES = List.of(StoreLock.FILE, SqliteSettings.DB_FILE + "-wal",
@@ -121,8 +121,9 @@ public final class StoreFiles {
   /**
    * The lost-store check (issue 10 item 4), run by {@code serve} before anything creates files: {@code relay.db} is
    * missing or empty (0 bytes) although the directory shows a store lived there ({@code relay.lock}, a WAL or shared
-   * memory file, {@code rollback/}). Without {@code newStore} that is refused; with it, the remains (an empty
-   * {@code relay.db}, its {@code -wal} and {@code -shm}) are moved into {@code lost-<time>/} so a new store starts
+   * memory file, {@code rollback/}, {@code relay.watermark}). Without {@code newStore} that is refused; with it, the
+   * remains (an empty {@code relay.db}, its {@code -wal} and {@code -shm}, the watermark) are moved into
+   * {@code lost-<time>/} so a new store starts
    * clean, and nothing is deleted. A directory with no store and no traces (a first start, or only a provisioned
    * {@code relay.key}) is a new store either way; an existing non-empty {@code relay.db} is never touched here.
    *
@@ -148,6 +149,9 @@ public final class StoreFiles {
           found.add(t);
         }
       }
+      if (found.isEmpty() && Files.exists(dir.resolve(CommitWatermark.FILE), LinkOption.NOFOLLOW_LINKS)) {
+        found.add(CommitWatermark.FILE); // only the watermark is left (relay.lock goes with it otherwise)
+      }
       if (found.isEmpty()) {
         return Optional.empty();
       }
@@ -160,8 +164,9 @@ public final class StoreFiles {
       }
       Path lost = dir.resolve("lost-" + IsoTime.format(nowMs).replace(":", "").replace(".", ""));
       List<String> moved = new ArrayList<>();
+      // the watermark goes too: it describes the lost store, and the new one would be behind it
       for (String name : new String[] {SqliteSettings.DB_FILE, SqliteSettings.DB_FILE + "-wal",
-          SqliteSettings.DB_FILE + "-shm", SqliteSettings.DB_FILE + "-journal"}) {
+          SqliteSettings.DB_FILE + "-shm", SqliteSettings.DB_FILE + "-journal", CommitWatermark.FILE}) {
         Path p = dir.resolve(name);
         if (Files.exists(p, LinkOption.NOFOLLOW_LINKS)) {
           if (moved.isEmpty()) {

@@ -188,6 +188,10 @@ public final class StoreIntegrity {
     if (hb != null && !MS.matcher(hb).matches()) {
       out.add("meta.heartbeat is " + quote(hb) + ", not a time in ms");
     }
+    String commits = meta(c, CommitWatermark.META_KEY);
+    if (commits != null && !commits.matches("[0-9]{1,18}")) {
+      out.add("meta." + CommitWatermark.META_KEY + " is " + quote(commits) + ", not a count of transactions");
+    }
     String expiryFrom = meta(c, "expiry_from");
     if (expiryFrom != null && !IsoTime.isZodDatetime(expiryFrom)) {
       out.add("meta.expiry_from is " + quote(expiryFrom) + ", not an ISO time");
