@@ -293,6 +293,7 @@ public final class SqliteRelayStore implements RelayStore {
         }
       }
       ensureIndexes();
+      KeySpellingMigration.run(conn); // keys in their canonical spelling; a scan of enrolments on a clean store
       putMeta("heartbeat", Long.toString(now));
       this.epoch = meta("epoch").orElseThrow();
       try (Statement st = conn.createStatement()) {
