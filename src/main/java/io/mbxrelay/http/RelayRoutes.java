@@ -629,6 +629,20 @@ public final class RelayRoutes {
         : caller.hostPubkey();
   }
 
+  /**
+   * A callback that answers with the route's failure when it throws: an exception thrown in a future's callback never
+   * reaches the router, and the request would get no answer until the idle timeout.
+   */
+  static <T> io.vertx.core.Handler<T> guarded(RoutingContext ctx, io.vertx.core.Handler<T> handler) {
+    return value -> {
+      try {
+        handler.handle(value);
+      } catch (RuntimeException e) {
+        ctx.fail(e);
+      }
+    };
+  }
+
   /** The signed POST routes that change state (their exact replays are refused). */
   private static final Set<String> STATE_CHANGING = Set.of("/v2/relay/items", "/v2/relay/ack", "/v2/relay/senders",
       "/v1/relay/enc-key", "/v2/relay/enc-key", "/v1/relay/messages", "/v1/relay/ack");
@@ -904,7 +918,7 @@ public final class RelayRoutes {
     }
     // the whole request is one command: one event-bus message, one savepoint, grouped with other requests' commands
     s.writes().send(new StoreCommand.PushBatch(toStore))
-        .onSuccess(outcomes -> answerPush(ctx, caller, prepared, outcomes))
+        .onSuccess(guarded(ctx, outcomes -> answerPush(ctx, caller, prepared, outcomes)))
         .onFailure(ctx::fail);
   }
 
@@ -1107,6 +1121,9 @@ public final class RelayRoutes {
     }
     if (n.isTextual()) {
       return n.textValue();
+    }
+    if (n.isNumber() && !Double.isFinite(n.doubleValue())) {
+      return n.doubleValue() > 0 ? "Infinity" : "-Infinity"; // String(1e999); canonical JSON refuses it
     }
     if (n.isNumber() || n.isBoolean()) {
       return CanonicalJson.canonicalize(n);
