@@ -107,9 +107,32 @@ final class KeySpellingMigration {
           + " WHERE " + nonCanonical("sender_pubkey") + " OR " + nonCanonical("target_pubkey"));
       st.execute("DROP TABLE temp.key_seq_map");
     }
+    senderTotals(conn, bad.values());
     LOG.warn("rewrote host keys stored in a non-canonical base64 spelling [keys: {}]; a key enrolled under two"
         + " spellings is now one enrolment, revoked if either was", bad.size());
     return bad.size();
+  }
+
+  /**
+   * Per-sender totals over all targets ({@code sender_totals}, kept by the writer where that table exists): the rows
+   * of every spelling of a rewritten key are recomputed from {@code items} under the canonical key (one pass).
+   */
+  private static void senderTotals(Connection conn, java.util.Collection<String> canonicalKeys) throws SQLException {
+    try (PreparedStatement ps = conn.prepareStatement(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='sender_totals'"); ResultSet rs = ps.executeQuery()) {
+      if (!rs.next()) {
+        return;
+      }
+    }
+    try (Statement st = conn.createStatement()) {
+      st.executeUpdate("DELETE FROM sender_totals WHERE " + nonCanonical("sender_pubkey"));
+    }
+    String marks = String.join(",", java.util.Collections.nCopies(canonicalKeys.size(), "?"));
+    List<String> keys = new ArrayList<>(canonicalKeys);
+    update(conn, "DELETE FROM sender_totals WHERE sender_pubkey IN (" + marks + ")", keys.toArray(new String[0]));
+    update(conn, "INSERT INTO sender_totals(sender_pubkey, items, bytes) SELECT sender_pubkey, count(*),"
+        + " coalesce(sum(bytes), 0) FROM items WHERE sender_pubkey IN (" + marks + ") GROUP BY sender_pubkey",
+        keys.toArray(new String[0]));
   }
 
   private static void enrolment(Connection conn, String b, String c) throws SQLException {

@@ -101,6 +101,10 @@ class KeySpellingMigrationTest {
           alt(renamed));
       exec(c, "INSERT INTO sender_lists(target_pubkey, senders, iat, record, sig) VALUES (?, '[]',"
           + " '2026-01-01T00:00:00.000Z', '{}', 's')", alt(renamed));
+      // per-sender totals as the writer keeps them on stores that have the table (issue 11 item 8)
+      exec(c, "CREATE TABLE IF NOT EXISTS sender_totals(sender_pubkey TEXT PRIMARY KEY, items INTEGER NOT NULL,"
+          + " bytes INTEGER NOT NULL)");
+      exec(c, "INSERT OR REPLACE INTO sender_totals VALUES (?, 1, 3)", alt(revoked));
     }
 
     try (SqliteRelayStore s = open(d)) {
@@ -128,6 +132,8 @@ class KeySpellingMigrationTest {
       assertThat(column(c, "SELECT items FROM queue_usage WHERE target_pubkey='" + revoked + "'"))
           .containsExactly("3");
       assertThat(column(c, "SELECT sender_pubkey FROM items WHERE item_id='m-3'")).containsExactly(revoked);
+      assertThat(column(c, "SELECT sender_pubkey || ':' || items FROM sender_totals WHERE sender_pubkey IN ('"
+          + revoked + "','" + alt(revoked) + "')")).containsExactly(revoked + ":1");
       // a key only ever stored under another spelling keeps everything, renamed
       assertThat(s.enrolments().get(renamed).map(Enrolment::live)).contains(true);
       assertThat(column(c, "SELECT seq FROM items WHERE target_pubkey='" + renamed + "'")).containsExactly("5");
