@@ -38,7 +38,7 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    *
    * @param instances number of HTTP verticle instances (event loops serving requests)
    * @param maxBodyBytes streaming body cap for most routes (wire.md §3: 8 MiB)
-   * @param maxSmallBodyBytes streaming body cap for challenge, enrol and rotate (wire.md §3: 8 KiB)
+   * @param maxSmallBodyBytes streaming body cap for challenge, enrol and rotate (wire.md §3: 8 KiB) and every GET
    * @param requestTimeoutMs a request whose body has not arrived in full by then is answered 408 and closed
    * @param idleTimeoutMs an idle connection (no bytes either way) is closed after this long
    * @param maxInFlightBodyBytes request body bytes all connections together may hold at once (issue 11 item 2, issue

@@ -9,7 +9,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@code content-length} (or each chunk of a body without one) before it reads it and gives it back when its answer
  * ends or its connection goes away; a request that would go over the budget is answered 503 before its body is read,
  * so a flood of large bodies costs the relay at most the budget (times the 3–4 copies a body has while it is checked),
- * never its heap.
+ * never its heap. GET bodies (at most {@code http.maxSmallBodyBytes}) are not counted.
  *
  * <p>One instance per relay, shared by every HTTP verticle instance through the Vert.x local shared data
  * ({@link Shareable}). Thread-safe and lock-free: one CAS per request.

@@ -205,9 +205,11 @@ public final class RelayRoutes {
     HttpServerRequest req = ctx.request();
     ctx.response().putHeader("date", httpDate());
     String path = req.path();
-    // Every route an anonymous caller reaches has the small cap: the enrolment calls (wire.md §3) and info, whose
-    // honest callers send no body at all. So no anonymous request holds more than 8 KiB of the body budget.
-    boolean small = smallBodyPath(path) || path.equals("/v2/relay/info");
+    // The enrolment calls have the small cap (wire.md §3), and so has every GET (info, pulls, ad lookups), whose
+    // honest callers send no body at all: no anonymous request holds more than 8 KiB. GET bodies are not counted
+    // against the budget either (a pull may outlive its connection's close notifications, see below).
+    boolean get = req.method() == HttpMethod.GET;
+    boolean small = get || smallBodyPath(path);
     int cap = small ? s.config().http().maxSmallBodyBytes() : s.config().http().maxBodyBytes();
     long declared = declaredLength(req);
     if (declared > cap) {
@@ -237,13 +239,16 @@ public final class RelayRoutes {
       }
       return;
     }
-    Taken taken = new Taken(budget);
+    Taken taken = new Taken(get ? null : budget);
     if (declared > 0 && !taken.take(declared)) {
       refuseUnread(ctx.vertx(), req, BUSY.status(), BUSY.body(), 1, declared);
       return;
     }
-    ctx.addEndHandler(v -> taken.release());
-    ctx.response().closeHandler(v -> taken.release());
+    if (!get) {
+      // Vert.x Web calls this on the response's end, exception and close; a route must not set the response's own
+      // closeHandler, or the close case is lost (the pull does; its GET bodies are small and not counted)
+      ctx.addEndHandler(v -> taken.release());
+    }
     // A declared body is copied once, straight into an array of its size (no growing buffer, no second copy).
     byte[] fixed = declared > 0 ? new byte[(int) declared] : null;
     Buffer[] grown = {declared > 0 ? null : Buffer.buffer()};
@@ -310,7 +315,10 @@ public final class RelayRoutes {
   /** 503 when the in-flight body budget is used up (issue 11 item 2; docs/wire-compatibility.md). */
   static final RelayError BUSY = new RelayError(503, "relay busy; retry later", null);
 
-  /** Bytes one request took from the budget; given back once. Event-loop confined (one request's context). */
+  /**
+   * Bytes one request took from the budget; given back once. Event-loop confined (one request's context). With no
+   * budget (GET bodies, at most the small cap) nothing is counted.
+   */
   private static final class Taken {
     private final BodyBudget budget;
     private long bytes;
@@ -320,6 +328,9 @@ public final class RelayRoutes {
     }
 
     boolean take(long n) {
+      if (budget == null) {
+        return true;
+      }
       if (!budget.tryTake(n)) {
         return false;
       }

@@ -193,11 +193,14 @@ class EdgeHardeningTest {
       assertThat(r.header("connection")).isEqualTo("close");
       assertThat(r.closed() || i > 0).as("closed by the relay").isTrue();
     }
-    // info, which needs no hop, takes at most the 8 KiB of the enrolment calls: no anonymous request holds more
+    // every GET (info needs no hop) takes at most the 8 KiB of the enrolment calls: no anonymous request holds more
     RawHttp.Answer info = RawHttp.exchange(port(), "GET /v2/relay/info HTTP/1.1\r\nHost: r\r\ncontent-length: "
         + declared + "\r\n\r\n", null, 5000);
     assertThat(info.status()).isEqualTo(413);
     assertThat(info.body()).isEqualTo("{\"error\":\"request body too large\"}");
+    RawHttp.Answer pull = RawHttp.exchange(port(), RawHttp.signedHead(a.key, a.pub(), "GET", "/v2/relay/items",
+        now(), none, 100_000), null, 5000);
+    assertThat(pull.status()).isEqualTo(413);
     // an honest push is still read and stored
     String id = Envelopes.newId();
     assertThat(a.pushEnvelope(b, id, Envelopes.sealed(id)).json().get("results").get(0).get("status").asText())
