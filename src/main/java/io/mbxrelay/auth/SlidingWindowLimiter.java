@@ -111,6 +111,28 @@ public final class SlidingWindowLimiter {
     return true;
   }
 
+  /**
+   * How long until {@code key} may make a call, without counting one: a look before the request's body is read
+   * (issue 11 item 2), so a caller over its window is refused from its headers. It changes no window; like any call
+   * it marks the key recently active. O(1).
+   *
+   * @param key sender key or client address (mapped like {@link #tryAcquire})
+   * @param nowMs now, epoch ms
+   * @return 0 when {@link #tryAcquire} would allow a call now, else the ms until the oldest counted call leaves the
+   *     window
+   */
+  public synchronized long msUntilAllowed(String key, long nowMs) {
+    Window w = calls.get(keyMapper.apply(key));
+    if (w == null) {
+      return 0;
+    }
+    long oldest = w.ring[w.head];
+    if (oldest == Long.MIN_VALUE || nowMs - oldest >= windowMs) {
+      return 0;
+    }
+    return windowMs - (nowMs - oldest);
+  }
+
   /** Keys tracked right now (metrics). */
   public synchronized int size() {
     return calls.size();

@@ -209,6 +209,13 @@ public final class ConfigLoader {
     range(v, "http.requestTimeoutMs", c.http().requestTimeoutMs(), 1000, 600_000);
     range(v, "http.idleTimeoutMs", c.http().idleTimeoutMs(), 1000, 600_000);
     range(v, "http.maxPageBytesInFlight", c.http().maxPageBytesInFlight(), 0, 1L << 40);
+    if (c.http().maxInFlightBodyBytes() != 0 && c.http().maxInFlightBodyBytes() < c.http().maxBodyBytes()) {
+      v.add("http.maxInFlightBodyBytes must be 0 (an eighth of the heap) or at least http.maxBodyBytes ("
+          + c.http().maxBodyBytes() + "), or the largest allowed body could never be read (is "
+          + c.http().maxInFlightBodyBytes() + ")");
+    }
+    range(v, "http.maxInFlightBodyBytes", c.http().maxInFlightBodyBytes(), 0, 1L << 40);
+    range(v, "http.maxConcurrentStreams", c.http().maxConcurrentStreams(), 1, 1000);
     range(v, "store.readPoolSize", c.store().readPoolSize(), 1, 64);
     range(v, "store.writerBatchMax", c.store().writerBatchMax(), 1, 10_000);
     range(v, "store.writerTimeoutMs", c.store().writerTimeoutMs(), 1000, 600_000);

@@ -38,20 +38,40 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    *
    * @param instances number of HTTP verticle instances (event loops serving requests)
    * @param maxBodyBytes streaming body cap for most routes (wire.md §3: 8 MiB)
-   * @param maxSmallBodyBytes streaming body cap for challenge, enrol and rotate (wire.md §3: 8 KiB)
+   * @param maxSmallBodyBytes streaming body cap for challenge, enrol and rotate (wire.md §3: 8 KiB) and every GET
    * @param requestTimeoutMs a request whose body has not arrived in full by then is answered 408 and closed
    * @param idleTimeoutMs an idle connection (no bytes either way) is closed after this long; a long-poll pull waits
    *     at most 5 s less (and never more than 60 s)
+   * @param maxInFlightBodyBytes request body bytes all connections together may hold at once (issue 11 item 2, issue
+   *     10 item 13); a body that would go over it is answered 503 before it is read; 0 = sized from the heap
+   *     ({@link #bodyBudgetBytes()})
+   * @param h2c whether HTTP/2 over cleartext (upgrade and prior knowledge) is served on the relay port
+   * @param maxConcurrentStreams HTTP/2 streams one connection may have open at once (when {@code h2c} is on)
    * @param maxPageBytesInFlight pull page wire bytes held in memory at once over all connections, bytes; 0 = an eighth
    *     of the heap (at least 16 MiB)
    */
   public record Http(int instances, int maxBodyBytes, int maxSmallBodyBytes, long requestTimeoutMs, long idleTimeoutMs,
-      long maxPageBytesInFlight) {
+      long maxInFlightBodyBytes, boolean h2c, int maxConcurrentStreams, long maxPageBytesInFlight) {
 
     /** {@link #maxPageBytesInFlight} with its default applied, bytes. */
     public long pageBytesInFlight() {
       return maxPageBytesInFlight > 0 ? maxPageBytesInFlight
           : Math.max(16L << 20, Runtime.getRuntime().maxMemory() / 8);
+    }
+
+    /**
+     * The in-flight body budget in force, bytes: {@code maxInFlightBodyBytes} when set, else an eighth of the JVM's
+     * maximum heap ({@link Runtime#maxMemory()}), never less than {@code maxBodyBytes} (one largest body is always
+     * admitted). An eighth because a body is held about 3–4 times while it is checked (the bytes, the hop text, the
+     * JSON tree, the decoded wires).
+     *
+     * @return the budget, bytes
+     */
+    public long bodyBudgetBytes() {
+      if (maxInFlightBodyBytes > 0) {
+        return maxInFlightBodyBytes;
+      }
+      return Math.max(maxBodyBytes, Runtime.getRuntime().maxMemory() / 8);
     }
   }
 

@@ -3,10 +3,9 @@ package io.mbxrelay.crypto;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.wire.CanonicalJson;
 import io.mbxrelay.wire.Json;
-import java.math.BigInteger;
+import io.mbxrelay.wire.JsNumber;
 import java.util.OptionalDouble;
 import java.util.OptionalLong;
-import java.util.regex.Pattern;
 
 /**
  * The signed relay hop ({@code wire.md §2}): what a caller signs and the relay verifies, plus the timestamp
@@ -16,10 +15,6 @@ public final class HopText {
 
   /** Allowed clock difference between caller and relay, ms (±5 min, both directions). */
   public static final long MAX_SKEW_MS = 300_000;
-
-  private static final Pattern DECIMAL =
-      Pattern.compile("[+-]?(?:Infinity|(?:\\d+\\.?\\d*|\\.\\d+)(?:[eE][+-]?\\d+)?)");
-  private static final Pattern NON_DECIMAL = Pattern.compile("0(?:[xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)");
 
   private HopText() {}
 
@@ -100,11 +95,13 @@ public final class HopText {
   /**
    * Reads the {@code x-mbx-ts} header with JS {@code Number(ts)} rules, floored to whole milliseconds:
    * surrounding JS whitespace is ignored; decimal with optional sign, fraction and exponent ({@code 1e12});
-   * unsigned {@code 0x}/{@code 0o}/{@code 0b} integers. Deviation: the empty (or blank) string, which JS reads
-   * as 0, is refused because the header is required. Flooring can move the ±5 min boundary by under 1 ms.
+   * unsigned {@code 0x}/{@code 0o}/{@code 0b} integers. Deviations: the empty (or blank) string, which JS reads
+   * as 0, is refused because the header is required; a header over {@link JsNumber#MAX_TEXT_CHARS} characters is
+   * refused before it is read (issue 11 item 1: linear time whatever the caller sends). Flooring can move the ±5 min
+   * boundary by under 1 ms.
    *
    * @param ts the header value (null → empty)
-   * @return epoch ms, or empty when JS would give NaN or ±Infinity
+   * @return epoch ms, or empty when JS would give NaN or ±Infinity, or the header is over-long
    */
   public static OptionalLong parseTs(String ts) {
     OptionalDouble d = jsNumber(ts);
@@ -115,34 +112,18 @@ public final class HopText {
   }
 
   /**
-   * JS {@code Number(text)} for a string (blank refused, see {@link #parseTs(String)}).
+   * JS {@code Number(text)} for a string (blank refused, see {@link #parseTs(String)}); linear time, texts over
+   * {@link JsNumber#MAX_TEXT_CHARS} characters refused ({@link JsNumber#ofString(String)}).
    *
    * @param text the text (null → empty)
    * @return the number (possibly ±Infinity), or empty for NaN
    */
   public static OptionalDouble jsNumber(String text) {
-    if (text == null) {
+    if (text == null || text.length() > JsNumber.MAX_TEXT_CHARS || JsNumber.isBlank(text)) {
       return OptionalDouble.empty();
     }
-    String s = stripJsWhitespace(text);
-    if (s.isEmpty()) {
-      return OptionalDouble.empty();
-    }
-    if (NON_DECIMAL.matcher(s).matches()) {
-      int radix = switch (Character.toLowerCase(s.charAt(1))) {
-        case 'x' -> 16;
-        case 'o' -> 8;
-        default -> 2;
-      };
-      return OptionalDouble.of(new BigInteger(s.substring(2), radix).doubleValue());
-    }
-    if (!DECIMAL.matcher(s).matches()) {
-      return OptionalDouble.empty();
-    }
-    if (s.endsWith("Infinity")) {
-      return OptionalDouble.of(s.startsWith("-") ? Double.NEGATIVE_INFINITY : Double.POSITIVE_INFINITY);
-    }
-    return OptionalDouble.of(Double.parseDouble(s));
+    double d = JsNumber.ofString(text);
+    return Double.isNaN(d) ? OptionalDouble.empty() : OptionalDouble.of(d);
   }
 
   /**
@@ -154,24 +135,5 @@ public final class HopText {
    */
   public static boolean fresh(long tsMs, long nowMs) {
     return Math.abs((double) nowMs - (double) tsMs) <= MAX_SKEW_MS;
-  }
-
-  private static String stripJsWhitespace(String s) {
-    int start = 0;
-    int end = s.length();
-    while (start < end && isJsWhitespace(s.charAt(start))) {
-      start++;
-    }
-    while (end > start && isJsWhitespace(s.charAt(end - 1))) {
-      end--;
-    }
-    return s.substring(start, end);
-  }
-
-  /** ECMAScript WhiteSpace and LineTerminator code points. */
-  private static boolean isJsWhitespace(char c) {
-    return c == '\t' || c == '\n' || c == 0x0B || c == '\f' || c == '\r' || c == ' ' || c == 0xA0
-        || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F
-        || c == 0x205F || c == 0x3000 || c == 0xFEFF;
   }
 }

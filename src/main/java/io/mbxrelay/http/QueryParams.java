@@ -81,18 +81,42 @@ final class QueryParams {
   }
 
   /**
-   * Whether a raw request path has only well-formed percent escapes (Vert.x Web refuses the others before routing).
+   * Whether a raw request path is in the one form the relay routes and signs (issue 11 item 9: the signed path must
+   * be the routed path). Refused: a path that does not start with {@code /}; a repeated {@code /}; a {@code .} or
+   * {@code ..} segment; a trailing {@code /} (except the root); any {@code %} (no relay path has one, so a
+   * percent-encoded unreserved character, an encoded slash and a malformed escape are all refused); a backslash.
+   * Vert.x Web normalises such paths before it matches routes while the hop signs the path as sent, so without this
+   * check {@code /v1/relay/../../v2/relay/items?…} reached the v2 pull with its query unsigned and
+   * {@code /v1/relay/./enrol} escaped the 8 KiB cap. The reference answers 401 for such paths
+   * ({@code /v2/relay/info/}, {@code //v2/relay/info}). One pass, no allocation.
    *
-   * @param rawPath the path as on the request line
-   * @return true when every {@code %} is followed by two hex digits
+   * @param rawPath the path as on the request line (no query)
+   * @return true when the path is normalised
    */
-  static boolean wellFormedPath(String rawPath) {
-    for (int i = 0; i < rawPath.length(); i++) {
-      if (rawPath.charAt(i) == '%') {
-        if (i + 2 >= rawPath.length() || hex(rawPath.charAt(i + 1)) < 0 || hex(rawPath.charAt(i + 2)) < 0) {
+  static boolean normalisedPath(String rawPath) {
+    int n = rawPath == null ? 0 : rawPath.length();
+    if (n == 0 || rawPath.charAt(0) != '/' || (n > 1 && rawPath.charAt(n - 1) == '/')) {
+      return false;
+    }
+    for (int i = 0; i < n; i++) {
+      char c = rawPath.charAt(i);
+      if (c == '%' || c == '\\') {
+        return false;
+      }
+      if (c == '/' && i + 1 < n) {
+        char next = rawPath.charAt(i + 1);
+        if (next == '/') {
           return false;
         }
-        i += 2;
+        if (next == '.') {
+          int j = i + 2;
+          if (j < n && rawPath.charAt(j) == '.') {
+            j++;
+          }
+          if (j == n || rawPath.charAt(j) == '/') {
+            return false; // "/." or "/.." as a whole segment
+          }
+        }
       }
     }
     return true;

@@ -24,6 +24,7 @@ import io.mbxrelay.wire.CanonicalJson;
 import io.mbxrelay.wire.Hashes;
 import io.mbxrelay.wire.Json;
 import io.mbxrelay.wire.JsNumber;
+import io.mbxrelay.wire.KeySpelling;
 import io.mbxrelay.wire.Utf8;
 import io.mbxrelay.wire.WireCheck;
 import io.vertx.core.Future;
@@ -31,7 +32,10 @@ import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.eventbus.ReplyException;
 import io.vertx.core.eventbus.ReplyFailure;
+import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.http.HttpVersion;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import java.nio.charset.StandardCharsets;
@@ -60,8 +64,8 @@ public final class RelayRoutes {
   private static final Logger LOG = LoggerFactory.getLogger(RelayRoutes.class);
   private static final RateLimitedLogger WARN = new RateLimitedLogger(LOG);
   private static final String HOP_FAILURE = "mbx.hopFailure";
-  private static final String RAW = "mbx.raw";
   private static final String RAW_BYTES = "mbx.rawBytes";
+  private static final String KEY_AS_SENT = "mbx.keyAsSent";
   static final String CALLER = "mbx.caller";
   private static final String HOP_TEXT = "mbx.hopText";
   private static final String HOP_TS = "mbx.hopTs";
@@ -72,23 +76,33 @@ public final class RelayRoutes {
   private static final String EPOCH_CHANGED = "relay epoch changed: pull again from 0";
 
   private final RelayServices s;
+  private final BodyBudget budget;
   private final RelayConfig.Limits limits;
   private final TrustRoutes trust;
   private final V1Routes v1;
 
-  /** @param services shared services */
+  /** @param services shared services (a body budget of its own; tests that build routes by hand) */
   public RelayRoutes(RelayServices services) {
+    this(services, new BodyBudget(services.config().http().bodyBudgetBytes()));
+  }
+
+  /**
+   * @param services shared services
+   * @param budget the relay's in-flight body budget, shared by every HTTP verticle instance
+   */
+  public RelayRoutes(RelayServices services, BodyBudget budget) {
     this.s = Objects.requireNonNull(services);
+    this.budget = Objects.requireNonNull(budget);
     this.limits = services.config().limits();
     this.trust = new TrustRoutes(services, this);
     this.v1 = new V1Routes(services);
   }
 
   /**
-   * The server's request handler: the router, behind a guard for request paths with a malformed percent escape, which
-   * Vert.x Web would answer with an empty non-JSON 400 before any route runs. Such a path can match no route, so it is
-   * answered like any unknown path without a valid hop: 401 {@code {"error":"bad relay hop"}} (wire.md §3 routing
-   * order), and the connection is closed without reading the body.
+   * The server's request handler: the router, behind a guard for request paths that are not in their normalised form
+   * ({@link QueryParams#normalisedPath}: dot segments, repeated or trailing slashes, any {@code %}, a backslash).
+   * Vert.x Web would normalise such a path before matching routes while the hop signs it as sent (issue 11 item 9),
+   * and the reference answers 401 for them: 401 {@code {"error":"bad relay hop"}}, body not read.
    *
    * @param vertx Vert.x
    * @return the handler to install on the HTTP server
@@ -96,10 +110,9 @@ public final class RelayRoutes {
   public io.vertx.core.Handler<HttpServerRequest> requestHandler(Vertx vertx) {
     Router router = router(vertx);
     return req -> {
-      if (!QueryParams.wellFormedPath(req.path())) {
-        req.response().setStatusCode(401).putHeader("content-type", "application/json")
-            .putHeader("date", httpDate())
-            .putHeader("connection", "close").end(RelayError.BAD_HOP.body());
+      if (!QueryParams.normalisedPath(req.path())) {
+        req.response().putHeader("date", httpDate());
+        refuseUnread(vertx, req, 401, RelayError.BAD_HOP.body(), 0, declaredLength(req));
         return;
       }
       router.handle(req);
@@ -138,75 +151,261 @@ public final class RelayRoutes {
   }
 
   /**
-   * Reads the body with the route's cap enforced while streaming (wire.md §3): a {@code content-length} over the cap
-   * or an overrun answers 413 at once, then the rest is drained for at most 2 s and the connection closed. Own code
-   * rather than Vert.x Web's BodyHandler because the cap differs per path and the 413 answer and drain are part of the
-   * wire contract.
+   * Whether a request is answered without a signed hop (wire.md §3 routing order: info, the three enrolment calls,
+   * and the admin deny list with a valid bearer token); every other request needs one, so what its headers decide is
+   * checked before its body is read.
+   */
+  private boolean unsigned(HttpServerRequest req) {
+    String path = req.path();
+    HttpMethod m = req.method();
+    if (m == HttpMethod.GET && path.equals("/v2/relay/info") || m == HttpMethod.POST && smallBodyPath(path)) {
+      return true;
+    }
+    return path.equals("/admin/deny") && s.trust().adminAuthorized(req.getHeader("authorization"));
+  }
+
+  /** The declared {@code content-length}, or -1 when absent or not a number (Netty refuses malformed ones). */
+  private static long declaredLength(HttpServerRequest req) {
+    String declared = req.getHeader("content-length");
+    if (declared == null || declared.length() > 19) {
+      return declared == null ? -1 : Long.MAX_VALUE;
+    }
+    try {
+      return Long.parseLong(declared.trim());
+    } catch (NumberFormatException e) {
+      return -1;
+    }
+  }
+
+  /** Whether body bytes may still arrive: a declared length, chunked transfer, or an open HTTP/2 stream. */
+  private static boolean bodyPending(HttpServerRequest req, long declared) {
+    if (req.isEnded() || declared == 0) {
+      return false;
+    }
+    return declared > 0 || req.version() == HttpVersion.HTTP_2 || req.headers().contains("transfer-encoding");
+  }
+
+  /**
+   * Admits a request and reads its body (wire.md §3 body cap; issue 11 item 2). In order, before any body byte is
+   * read:
+   * <ol>
+   *   <li>a declared {@code content-length} over the route's cap → 413 (then drained ≤ 2 s and closed);
+   *   <li>on a route that needs a signed hop, what the headers decide ({@link #hopHeaders}): missing, unparsable or
+   *       stale {@code x-mbx-ts}, an unknown, revoked or crowded key or name → 401 {@code bad relay hop}; a push whose
+   *       sender's window is used up → 429 (v2) or the v1 413 answer; a lookup that fails → 503;
+   *   <li>the in-flight body budget: a declared length that does not fit → 503 {@code relay busy; retry later}.
+   * </ol>
+   * A request refused here gets {@code connection: close} when its body was not read. The body is then read with the
+   * cap (413 on an overrun) and, without a declared length, each chunk taken from the budget as it arrives (503 when
+   * it does not fit). The budget is given back when the answer ends or the connection goes away. A body that has not
+   * arrived within {@code http.requestTimeoutMs} is answered 408. Own code rather than Vert.x Web's BodyHandler because
+   * the cap differs per path and these answers are part of the wire contract.
    */
   private void readBody(RoutingContext ctx) {
     HttpServerRequest req = ctx.request();
     ctx.response().putHeader("date", httpDate());
-    int cap = smallBodyPath(stripTrailingSlashes(req.path())) ? s.config().http().maxSmallBodyBytes()
-        : s.config().http().maxBodyBytes();
-    String declared = req.getHeader("content-length");
-    if (declared != null) {
-      long len;
-      try {
-        len = Long.parseLong(declared.trim());
-      } catch (NumberFormatException e) {
-        len = -1;
-      }
-      if (len > cap) {
-        tooLarge(ctx);
-        return;
-      }
-    }
-    if (req.isEnded()) {
-      ctx.put(RAW, Buffer.buffer());
-      ctx.next();
+    String path = req.path();
+    // The enrolment calls have the small cap (wire.md §3), and so has every GET (info, pulls, ad lookups), whose
+    // honest callers send no body at all: no anonymous request holds more than 8 KiB. GET bodies are not counted
+    // against the budget either (a pull may outlive its connection's close notifications, see below).
+    boolean get = req.method() == HttpMethod.GET;
+    boolean small = get || smallBodyPath(path);
+    int cap = small ? s.config().http().maxSmallBodyBytes() : s.config().http().maxBodyBytes();
+    long declared = declaredLength(req);
+    if (declared > cap) {
+      refuseUnread(ctx.vertx(), req, 413, RelayError.TOO_LARGE.body(), 0, declared);
       return;
     }
-    Buffer body = Buffer.buffer();
-    boolean[] over = {false};
+    if (!unsigned(req)) {
+      Refusal early;
+      try {
+        early = hopHeaders(ctx);
+      } catch (RuntimeException | OutOfMemoryError | StackOverflowError e) {
+        s.metrics().hopFailure(HopFailure.LOOKUP_FAILED);
+        early = lookupFailed(e);
+      }
+      if (early != null) {
+        refuseUnread(ctx.vertx(), req, early.status(), early.body(), early.retryAfterS(), declared);
+        return;
+      }
+    }
+    if (!bodyPending(req, declared)) {
+      ctx.put(RAW_BYTES, NO_BYTES);
+      if (req.isEnded()) {
+        ctx.next();
+      } else {
+        req.endHandler(v -> ctx.next()); // the end of a request without a body is on its way
+        req.resume();
+      }
+      return;
+    }
+    Taken taken = new Taken(get ? null : budget);
+    if (declared > 0 && !taken.take(declared)) {
+      refuseUnread(ctx.vertx(), req, BUSY.status(), BUSY.body(), 1, declared);
+      return;
+    }
+    if (!get) {
+      // Vert.x Web calls this on the response's end, exception and close; a route must not set the response's own
+      // closeHandler, or the close case is lost (the pull does; its GET bodies are small and not counted)
+      ctx.addEndHandler(v -> taken.release());
+    }
+    // A declared body is copied once, straight into an array of its size (no growing buffer, no second copy).
+    byte[] fixed = declared > 0 ? new byte[(int) declared] : null;
+    Buffer[] grown = {declared > 0 ? null : Buffer.buffer()};
+    int[] got = {0};
+    boolean[] stopped = {false};
     long timer = ctx.vertx().setTimer(s.config().http().requestTimeoutMs(), id -> {
       if (!ctx.response().ended()) {
+        stopped[0] = true;
         answer(ctx, RelayError.REQUEST_TIMEOUT.status(), RelayError.REQUEST_TIMEOUT.body());
-        req.connection().close();
+        if (req.version() == HttpVersion.HTTP_2) {
+          ctx.response().reset(0); // only this stream: the connection's other streams go on
+        } else {
+          req.connection().close();
+        }
       }
+      taken.release();
     });
-    req.exceptionHandler(e -> ctx.vertx().cancelTimer(timer));
+    req.exceptionHandler(e -> {
+      ctx.vertx().cancelTimer(timer);
+      taken.release();
+    });
     req.handler(chunk -> {
-      if (over[0]) {
+      if (stopped[0]) {
         return;
       }
-      if (body.length() + chunk.length() > cap) {
-        over[0] = true;
+      int len = chunk.length();
+      if ((long) got[0] + len > cap || (fixed != null && got[0] + len > fixed.length)) {
+        stopped[0] = true;
         ctx.vertx().cancelTimer(timer);
-        tooLarge(ctx);
+        taken.release();
+        refuseRest(ctx.vertx(), req, 413, RelayError.TOO_LARGE.body(), 0);
         return;
       }
-      body.appendBuffer(chunk);
+      if (fixed != null) {
+        chunk.getBytes(0, len, fixed, got[0]);
+      } else {
+        if (!taken.take(len)) {
+          stopped[0] = true;
+          ctx.vertx().cancelTimer(timer);
+          taken.release();
+          refuseRest(ctx.vertx(), req, BUSY.status(), BUSY.body(), 1);
+          return;
+        }
+        grown[0].appendBuffer(chunk);
+      }
+      got[0] += len;
     });
     req.endHandler(v -> {
       ctx.vertx().cancelTimer(timer);
-      if (!over[0] && !ctx.response().ended()) {
-        ctx.put(RAW, body);
-        ctx.next();
+      if (stopped[0] || ctx.response().ended()) {
+        return;
       }
+      byte[] bytes = fixed != null ? (got[0] == fixed.length ? fixed : java.util.Arrays.copyOf(fixed, got[0]))
+          : grown[0].getBytes();
+      grown[0] = null; // the array is the body from here on
+      ctx.put(RAW_BYTES, bytes);
+      ctx.next();
     });
     req.resume();
   }
 
-  private void tooLarge(RoutingContext ctx) {
-    HttpServerRequest req = ctx.request();
-    ctx.response().putHeader("connection", "close");
-    answer(ctx, 413, RelayError.TOO_LARGE.body());
+  private static final byte[] NO_BYTES = new byte[0];
+
+  /** 503 when the in-flight body budget is used up (issue 11 item 2; docs/wire-compatibility.md). */
+  static final RelayError BUSY = new RelayError(503, "relay busy; retry later", null);
+
+  /**
+   * Bytes one request took from the budget; given back once. Event-loop confined (one request's context). With no
+   * budget (GET bodies, at most the small cap) nothing is counted.
+   */
+  private static final class Taken {
+    private final BodyBudget budget;
+    private long bytes;
+
+    Taken(BodyBudget budget) {
+      this.budget = budget;
+    }
+
+    boolean take(long n) {
+      if (budget == null) {
+        return true;
+      }
+      if (!budget.tryTake(n)) {
+        return false;
+      }
+      bytes += n;
+      return true;
+    }
+
+    void release() {
+      if (bytes > 0) {
+        budget.release(bytes);
+        bytes = 0;
+      }
+    }
+  }
+
+  /** An answer decided from the headers alone: status, body and the {@code Retry-After} seconds (0 = none). */
+  private record Refusal(int status, String body, long retryAfterS) {}
+
+  private static final Refusal BAD_HOP_REFUSAL = new Refusal(401, RelayError.BAD_HOP.body(), 0);
+
+  /** A failure that is not a bad signature (a lookup, the clock): 503 with {@code Retry-After} (issue 10 item 10). */
+  private static Refusal lookupFailed(Throwable e) {
+    String error = e.getClass().getSimpleName();
+    WARN.warn("hop lookup failed " + error, "hop lookup failed [error: {}]", error);
+    return new Refusal(503, RelayError.STORE_UNAVAILABLE.body(), 1);
+  }
+
+  /**
+   * Answers a request before (or instead of) reading its body. When body bytes may still come, the answer says
+   * {@code connection: close} (HTTP/1.x), the rest is read and dropped for at most 2 s (so the client sees the answer
+   * rather than a reset), and then the connection is closed (an HTTP/2 stream is reset instead).
+   */
+  static void refuseUnread(Vertx vertx, HttpServerRequest req, int status, String json, long retryAfterS,
+      long declared) {
+    boolean pending = bodyPending(req, declared);
+    if (retryAfterS > 0) {
+      req.response().putHeader("retry-after", Long.toString(retryAfterS));
+    }
+    if (!pending) {
+      if (!req.response().ended()) {
+        req.response().setStatusCode(status).putHeader("content-type", "application/json").end(json);
+      }
+      return;
+    }
+    refuseRest(vertx, req, status, json, retryAfterS);
+  }
+
+  private static void refuseRest(Vertx vertx, HttpServerRequest req, int status, String json, long retryAfterS) {
+    HttpServerResponse res = req.response();
+    boolean h2 = req.version() == HttpVersion.HTTP_2;
+    if (!res.ended()) {
+      if (retryAfterS > 0) {
+        res.putHeader("retry-after", Long.toString(retryAfterS));
+      }
+      if (!h2) {
+        res.putHeader("connection", "close");
+      }
+      res.setStatusCode(status).putHeader("content-type", "application/json").end(json);
+    }
+    Runnable close = () -> {
+      if (h2) {
+        res.reset(0); // NO_ERROR: the answer is complete, stop sending
+      } else {
+        req.connection().close();
+      }
+    };
     req.handler(chunk -> {});
-    long drain = ctx.vertx().setTimer(2000, id -> req.connection().close());
+    long drain = vertx.setTimer(2000, id -> close.run());
     req.endHandler(v -> {
-      ctx.vertx().cancelTimer(drain);
-      req.connection().close();
+      vertx.cancelTimer(drain);
+      if (!h2) {
+        req.connection().close();
+      }
     });
+    req.exceptionHandler(e -> vertx.cancelTimer(drain));
     req.resume();
   }
 
@@ -225,9 +424,13 @@ public final class RelayRoutes {
     return cached.text();
   }
 
+  /** Writes a JSON answer once; every 503 carries {@code Retry-After} (issue 10 item 10). */
   static void answer(RoutingContext ctx, int status, String json) {
     if (ctx.response().ended()) {
       return;
+    }
+    if (status == 503 && !ctx.response().headers().contains("retry-after")) {
+      ctx.response().putHeader("retry-after", "1");
     }
     ctx.response().setStatusCode(status).putHeader("content-type", "application/json").end(json);
   }
@@ -262,15 +465,10 @@ public final class RelayRoutes {
     answer(ctx, e.status(), e.body());
   }
 
-  /** The body as received, copied out of the network buffer once per request. */
+  /** The body as received (read once by {@link #readBody}; never copied again). */
   static byte[] rawBytes(RoutingContext ctx) {
     byte[] bytes = ctx.get(RAW_BYTES);
-    if (bytes == null) {
-      Buffer b = ctx.get(RAW);
-      bytes = b == null ? new byte[0] : b.getBytes();
-      ctx.put(RAW_BYTES, bytes);
-    }
-    return bytes;
+    return bytes == null ? NO_BYTES : bytes;
   }
 
   /** Parses the body as a JSON object; anything else is 400 (wire.md §3 "Any uncaught error ... → 400"). */
@@ -298,49 +496,122 @@ public final class RelayRoutes {
 
   // ---- hop (wire.md §2) ----
 
-  /** Verifies the signed hop; empty when it does not verify. Never fails. */
-  private Future<Optional<Enrolment>> verifyHop(RoutingContext ctx) {
+  /** Longest {@code x-mbx-host} that can name an enrolment (HOST_RE: 63 characters). */
+  private static final int MAX_HOST_CHARS = 63;
+  /** Longest {@code x-mbx-sig} read (a signature is 88 characters; Node's lenient decoder skips junk, so allow some). */
+  private static final int MAX_SIG_CHARS = 1024;
+
+  /**
+   * What the hop headers decide (wire.md §2 "Verification" up to the signature): the timestamp and its window, the
+   * candidate enrolments of the key or name. The candidates come from the in-memory copy of the committed enrolments
+   * ({@link io.mbxrelay.store.EnrolmentCache}): no database round trip, and a revocation is visible to the next
+   * request once its COMMIT was answered. Keys are looked up in their canonical spelling (issue 11 item 4). Every
+   * header is length-capped before it is parsed (issue 11 item 1). Never reads the body.
+   *
+   * @param out receives the candidates, in the order their keys are tried
+   * @return why the hop cannot verify, or null
+   */
+  private HopFailure hopCandidates(RoutingContext ctx, List<Enrolment> out) {
     HttpServerRequest req = ctx.request();
     String ts = header(req, "x-mbx-ts");
     String sig = header(req, "x-mbx-sig");
     if (ts == null || sig == null) {
-      return hopFailed(ctx, HopFailure.MISSING_HEADERS);
+      return HopFailure.MISSING_HEADERS;
     }
-    OptionalLong t = HopText.parseTs(ts);
+    if (sig.length() > MAX_SIG_CHARS) {
+      return HopFailure.BAD_SIGNATURE;
+    }
+    OptionalLong t = HopText.parseTs(ts); // linear, refuses over-long text before parsing
     if (t.isEmpty()) {
-      return hopFailed(ctx, HopFailure.BAD_TS);
+      return HopFailure.BAD_TS;
     }
     if (Math.abs(now() - t.getAsLong()) > limits.hopWindowMs()) {
-      return hopFailed(ctx, HopFailure.STALE);
+      return HopFailure.STALE;
     }
-    String path = HopText.signedPath(req.path(), req.query());
-    String key = header(req, "x-mbx-key");
-    String host = null;
-    // The candidates come from the in-memory copy of the committed enrolments (EnrolmentCache): no database round
-    // trip per request, and a revocation is visible to the next request once its COMMIT was answered.
-    List<Enrolment> candidates;
-    if (key != null && !key.isEmpty()) {
-      Optional<Enrolment> live = s.enrolments().get(key).filter(Enrolment::live);
-      if (live.isEmpty()) {
-        return hopFailed(ctx, HopFailure.UNKNOWN_KEY);
-      }
-      candidates = List.of(live.get());
-    } else {
-      host = header(req, "x-mbx-host");
-      if (host == null || host.isEmpty()) {
-        return hopFailed(ctx, HopFailure.MISSING_HEADERS);
-      }
-      candidates = s.enrolments().liveByName(host, limits.maxPerName() + 1);
-      if (candidates.size() > limits.maxPerName()) {
-        return hopFailed(ctx, HopFailure.CROWDED_NAME);
-      }
-      if (candidates.isEmpty()) {
-        return hopFailed(ctx, HopFailure.UNKNOWN_KEY);
-      }
-    }
-    byte[] text = HopText.signedBytes(req.method().name(), path, ts, rawBytes(ctx));
-    ctx.put(HOP_TEXT, text);
     ctx.put(HOP_TS, t.getAsLong());
+    String key = header(req, "x-mbx-key");
+    if (key != null && !key.isEmpty()) {
+      Optional<Enrolment> live = s.enrolments().get(KeySpelling.canonicalOrSelf(key)).filter(Enrolment::live);
+      if (live.isEmpty()) {
+        return HopFailure.UNKNOWN_KEY;
+      }
+      ctx.put(KEY_AS_SENT, key);
+      out.add(live.get());
+      return null;
+    }
+    String host = header(req, "x-mbx-host");
+    if (host == null || host.isEmpty()) {
+      return HopFailure.MISSING_HEADERS;
+    }
+    if (host.length() > MAX_HOST_CHARS) {
+      return HopFailure.UNKNOWN_KEY; // no enrolment can carry a longer name
+    }
+    List<Enrolment> named = s.enrolments().liveByName(host, limits.maxPerName() + 1);
+    if (named.size() > limits.maxPerName()) {
+      return HopFailure.CROWDED_NAME;
+    }
+    if (named.isEmpty()) {
+      return HopFailure.UNKNOWN_KEY;
+    }
+    out.addAll(named);
+    return null;
+  }
+
+  /**
+   * The header-only part of the hop on a route that requires one, before the body is read (issue 11 item 2): a hop
+   * that cannot verify whatever the body is answered 401 at once, and a push from a sender whose window is used up
+   * is refused without reading its items.
+   *
+   * @return the refusal, or null to read the body
+   */
+  private Refusal hopHeaders(RoutingContext ctx) {
+    List<Enrolment> candidates = new ArrayList<>(1);
+    HopFailure why = hopCandidates(ctx, candidates);
+    if (why != null) {
+      s.metrics().hopFailure(why);
+      return BAD_HOP_REFUSAL;
+    }
+    HttpServerRequest req = ctx.request();
+    if (req.method() == HttpMethod.POST && candidates.size() == 1) {
+      boolean v2 = req.path().equals("/v2/relay/items");
+      if (v2 || req.path().equals("/v1/relay/messages")) {
+        // A look, not a count: only a push whose signature verifies counts against the sender's window, so nobody
+        // can use up another host's window by sending its key with a bad signature.
+        long waitMs = s.pushRate().msUntilAllowed(candidates.get(0).hostPubkey(), now());
+        if (waitMs > 0) {
+          s.metrics().itemRejected(RejectReason.RATE); // counted once per refused request: its items were not read
+          long retryAfterS = Math.max(1, (waitMs + 999) / 1000);
+          String text = "push rate exceeded (" + limits.pushRequestsPerMinute() + "/min)";
+          return v2 ? new Refusal(429, new RelayError(429, text, null).body(), retryAfterS)
+              : new Refusal(413, Json.stringify(Json.MAPPER.createObjectNode().put("stored", 0).put("error", text)),
+                  retryAfterS);
+        }
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Verifies the signed hop; empty when it does not verify. The header checks run again here (cheap, in memory): the
+   * body may have taken seconds to arrive. Fails (→ 503, never 401) only when a lookup throws.
+   */
+  private Future<Optional<Enrolment>> verifyHop(RoutingContext ctx) {
+    List<Enrolment> candidates = new ArrayList<>(1);
+    HopFailure why;
+    try {
+      why = hopCandidates(ctx, candidates);
+    } catch (RuntimeException | OutOfMemoryError | StackOverflowError e) {
+      lookupFailed(e);
+      return Future.failedFuture(RelayError.STORE_UNAVAILABLE);
+    }
+    if (why != null) {
+      return hopFailed(ctx, why);
+    }
+    HttpServerRequest req = ctx.request();
+    String path = HopText.signedPath(req.path(), req.query());
+    byte[] text = HopText.signedBytes(req.method().name(), path, header(req, "x-mbx-ts"), rawBytes(ctx));
+    ctx.put(HOP_TEXT, text);
+    String sig = header(req, "x-mbx-sig");
     for (Enrolment e : candidates) {
       if (Ed25519.verify(e.hostPubkey(), text, sig)) {
         return Future.succeededFuture(Optional.of(e));
@@ -361,24 +632,46 @@ public final class RelayRoutes {
     return all.isEmpty() ? null : all.size() == 1 ? all.get(0) : String.join(", ", all);
   }
 
+  /**
+   * The caller's key as the wire echoes it ({@code you.pubkey}, an accept receipt's {@code sender_pubkey}): the
+   * {@code x-mbx-key} spelling the caller sent when it names the caller's key, else the stored (canonical) key.
+   * Honest clients send the canonical spelling, so this is the stored key for them.
+   */
+  static String callerKeyAsSent(RoutingContext ctx, Enrolment caller) {
+    String sent = ctx.get(KEY_AS_SENT);
+    return sent != null && !sent.equals(caller.hostPubkey()) && KeySpelling.same(sent, caller.hostPubkey()) ? sent
+        : caller.hostPubkey();
+  }
+
+  /**
+   * A callback that answers with the route's failure when it throws: an exception thrown in a future's callback never
+   * reaches the router, and the request would get no answer until the idle timeout.
+   */
+  static <T> io.vertx.core.Handler<T> guarded(RoutingContext ctx, io.vertx.core.Handler<T> handler) {
+    return value -> {
+      try {
+        handler.handle(value);
+      } catch (RuntimeException e) {
+        ctx.fail(e);
+      }
+    };
+  }
+
   /** The signed POST routes that change state (their exact replays are refused). */
   private static final Set<String> STATE_CHANGING = Set.of("/v2/relay/items", "/v2/relay/ack", "/v2/relay/senders",
       "/v1/relay/enc-key", "/v2/relay/enc-key", "/v1/relay/messages", "/v1/relay/ack");
 
-  static String stripTrailingSlashes(String path) {
-    int end = path.length();
-    while (end > 1 && path.charAt(end - 1) == '/') {
-      end--;
-    }
-    return path.substring(0, end);
-  }
-
   private void hopAuth(RoutingContext ctx) {
     verifyHop(ctx).onComplete(ar -> {
-      if (ar.succeeded() && ar.result().isPresent()) {
+      if (ar.failed()) {
+        s.metrics().hopFailure(HopFailure.LOOKUP_FAILED);
+        ctx.fail(ar.cause());
+        return;
+      }
+      if (ar.result().isPresent()) {
         Enrolment caller = ar.result().get();
-        if (ctx.request().method() == io.vertx.core.http.HttpMethod.POST
-            && STATE_CHANGING.contains(stripTrailingSlashes(ctx.request().path()))) {
+        // the request paths are normalised before routing (QueryParams.normalisedPath), so this is the routed path
+        if (ctx.request().method() == HttpMethod.POST && STATE_CHANGING.contains(ctx.request().path())) {
           // Replay protection beyond the reference (issue 3 item 7): an exact replay of a state-changing hop inside
           // its freshness window is refused as a bad hop; a retry re-signed with a fresh ts is a new hop. Only routes
           // that change state are remembered, so requests to unknown paths cannot fill the cache.
@@ -388,6 +681,7 @@ public final class RelayRoutes {
             return;
           }
         }
+        ctx.remove(HOP_TEXT); // a copy of the body; not needed past here
         ctx.put(CALLER, caller);
         ctx.next();
       } else {
@@ -429,7 +723,7 @@ public final class RelayRoutes {
       return s.reads().you(e.hostPubkey()).map(y -> {
         ObjectNode you = info.putObject("you");
         you.put("host", e.hostName());
-        you.put("pubkey", e.hostPubkey());
+        you.put("pubkey", callerKeyAsSent(ctx, e));
         you.put("head_seq", y.headSeq());
         you.put("acked_through", y.ackedThrough());
         you.set("enc_ad", encAdSummary(y));
@@ -534,7 +828,10 @@ public final class RelayRoutes {
         || !OWNER_FP_RE.matcher(ownerFp.textValue()).matches() || !sig.isTextual()) {
       throw new RelayError(400, "bad enrolment fields", "BAD_REQUEST");
     }
-    String key = pubkey.textValue();
+    String sent = pubkey.textValue();
+    // stored, compared, revoked and denied in the canonical spelling (issue 11 item 4): another spelling of a
+    // revoked key is the revoked key; the signature is over the record as the client built it
+    String key = KeySpelling.canonical(sent).orElseThrow();
     Optional<String> challenge = s.challenges().pending(key, now());
     if (challenge.isEmpty()) {
       throw new RelayError(401, "no pending enrolment challenge", null);
@@ -543,7 +840,7 @@ public final class RelayRoutes {
     rec.put("v", 1);
     rec.put("challenge", challenge.get());
     rec.put("host", host.textValue());
-    rec.put("pubkey", key);
+    rec.put("pubkey", sent);
     rec.put("owner_fp", ownerFp.textValue());
     if (!Ed25519.verify(key, CanonicalJson.canonicalBytes(rec), sig.textValue())) {
       throw new RelayError(401, "bad enrolment signature", null);
@@ -608,7 +905,11 @@ public final class RelayRoutes {
    * One pushed item after the checks that need no store (wire.md §3 push v2 steps 1–5 as far as the request alone
    * decides them): either refused already ({@code early} set) or a {@link StoreCommand.Push} for the writer.
    */
-  private record PreparedItem(String echoId, String early, StoreCommand.Push push) {}
+  private record PreparedItem(String echoId, String early, StoreCommand.Push push, List<String> keysAsSent) {
+    PreparedItem(String echoId, String early, StoreCommand.Push push) {
+      this(echoId, early, push, null);
+    }
+  }
 
   private void push(RoutingContext ctx) {
     Enrolment caller = ctx.get(CALLER);
@@ -633,7 +934,7 @@ public final class RelayRoutes {
     }
     // the whole request is one command: one event-bus message, one savepoint, grouped with other requests' commands
     s.writes().send(new StoreCommand.PushBatch(toStore))
-        .onSuccess(outcomes -> answerPush(ctx, caller, prepared, outcomes))
+        .onSuccess(guarded(ctx, outcomes -> answerPush(ctx, caller, prepared, outcomes)))
         .onFailure(ctx::fail);
   }
 
@@ -644,6 +945,7 @@ public final class RelayRoutes {
   private void answerPush(RoutingContext ctx, Enrolment caller, List<PreparedItem> prepared,
       List<PushOutcome> outcomes) {
     StringBuilder out = new StringBuilder(32 + prepared.size() * 960);
+    String sender = callerKeyAsSent(ctx, caller);
     out.append("{\"results\":[");
     int next = 0;
     for (int i = 0; i < prepared.size(); i++) {
@@ -659,10 +961,13 @@ public final class RelayRoutes {
       }
       PushOutcome.Stored st = (PushOutcome.Stored) outcome;
       List<AcceptReceipt.Target> targets = new ArrayList<>(st.targets().size());
-      for (PushOutcome.TargetSeq t : st.targets()) {
-        targets.add(new AcceptReceipt.Target(t.hostPubkey(), t.seq(), t.wireHash()));
+      for (int j = 0; j < st.targets().size(); j++) {
+        PushOutcome.TargetSeq t = st.targets().get(j);
+        // stored targets are in request order; the receipt echoes each key as the caller spelled it
+        String key = p.keysAsSent() == null ? t.hostPubkey() : p.keysAsSent().get(j);
+        targets.add(new AcceptReceipt.Target(key, t.seq(), t.wireHash()));
       }
-      AcceptReceipt receipt = new AcceptReceipt(s.relayKey().publicKeyB64(), st.epoch(), caller.hostPubkey(),
+      AcceptReceipt receipt = new AcceptReceipt(s.relayKey().publicKeyB64(), st.epoch(), sender,
           p.echoId(), targets, st.at());
       receipt.appendResult(st.fresh(), s.relayKey().signB64(receipt.canonicalBytes()), out);
       if (st.fresh()) {
@@ -695,9 +1000,22 @@ public final class RelayRoutes {
     }
     List<StoreCommand.Target> list = new ArrayList<>(targets.size());
     Set<String> seen = targets.size() == 1 ? null : new HashSet<>();
+    List<String> keysAsSent = null;
     for (JsonNode t : targets) {
       JsonNode keyNode = t.get("host_pubkey");
-      String key = keyNode != null && keyNode.isTextual() ? keyNode.textValue() : "";
+      String sent = keyNode != null && keyNode.isTextual() ? keyNode.textValue() : "";
+      // targets are looked up, compared and stored in the canonical spelling (issue 11 item 4): two spellings of one
+      // key are a duplicate target; an honest client's key is already canonical (no allocation)
+      String key = KeySpelling.isCanonical(sent) ? sent : KeySpelling.canonicalOrSelf(sent);
+      if (keysAsSent == null && !key.equals(sent)) {
+        keysAsSent = new ArrayList<>(targets.size());
+        for (StoreCommand.Target before : list) {
+          keysAsSent.add(before.hostPubkey());
+        }
+      }
+      if (keysAsSent != null) {
+        keysAsSent.add(sent);
+      }
       String failure = null;
       byte[] wire = null;
       String hash = null;
@@ -727,7 +1045,7 @@ public final class RelayRoutes {
     }
     // the enrolment and allowlist checks that wire.md orders before these failures run in the writer
     return new PreparedItem(echoId, null,
-        new StoreCommand.Push(caller.hostPubkey(), caller.hostName(), kind, echoId, list));
+        new StoreCommand.Push(caller.hostPubkey(), caller.hostName(), kind, echoId, list), keysAsSent);
   }
 
   // ---- pull v2 (wire.md §3) ----
@@ -794,7 +1112,9 @@ public final class RelayRoutes {
       if (deadlineNanos != 0) {
         unregister = s.waiters().register(target, ctx.vertx().getOrCreateContext(), this);
         if (unregister != null) {
-          ctx.response().closeHandler(v -> finish());
+          // the routing context's end handler runs on answer and on close alike (a response closeHandler would
+          // replace Vert.x Web's own, which the body budget's release relies on)
+          ctx.addEndHandler(ar -> finish());
           timer = ctx.vertx().setTimer(Math.max(1, (deadlineNanos - System.nanoTime()) / 1_000_000L), id -> {
             timer = -1;
             read(true);
@@ -897,7 +1217,7 @@ public final class RelayRoutes {
         s.pageBudget().release(held);
       }
     };
-    resp.closeHandler(v -> release.run());
+    ctx.addEndHandler(ar -> release.run());
     resp.setStatusCode(200).putHeader("content-type", "application/json").setChunked(true)
         .setWriteQueueMaxSize(WRITE_QUEUE_BYTES);
     resp.write("{\"epoch\":" + Json.stringify(Json.MAPPER.getNodeFactory().textNode(s.epoch()))
@@ -977,6 +1297,9 @@ public final class RelayRoutes {
     }
     if (n.isTextual()) {
       return n.textValue();
+    }
+    if (n.isNumber() && !Double.isFinite(n.doubleValue())) {
+      return n.doubleValue() > 0 ? "Infinity" : "-Infinity"; // String(1e999); canonical JSON refuses it
     }
     if (n.isNumber() || n.isBoolean()) {
       return CanonicalJson.canonicalize(n);

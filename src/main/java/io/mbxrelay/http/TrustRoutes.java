@@ -46,6 +46,8 @@ final class TrustRoutes {
   private static final RelayError UNKNOWN_HOST = new RelayError(404, "unknown host", null);
   /** Our v2 ad refusal reason beyond wire.md §4.2 (docs/wire-compatibility.md; issue 11 item 13). */
   static final String AD_NOT_NEWER = "not newer than the stored ad";
+  /** A v1 ad whose {@code enc_pub} holds a number JS cannot (our text; docs/wire-compatibility.md). */
+  static final RelayError NON_FINITE = RelayError.badRequest("request body has a number out of range");
 
   private final RelayServices s;
   private final RelayRoutes core;
@@ -91,7 +93,7 @@ final class TrustRoutes {
     }
     String iat = text(list.get("iat"));
     OptionalLong iatMs = IsoTime.parse(iat);
-    if (iatMs.isEmpty()) {
+    if (iatMs.isEmpty() || JsonValues.hasNonFinite(list)) { // a list canonical JSON cannot write is no list
       throw bad;
     }
     Set<String> senders = new LinkedHashSet<>();
@@ -133,6 +135,9 @@ final class TrustRoutes {
     if (host != null && !host.isNull() && !caller.hostName().equals(text(host))) {
       throw new RelayError(401, "host mismatch", null);
     }
+    if (JsonValues.hasNonFinite(encPub)) {
+      throw NON_FINITE; // canonical JSON cannot write it, so no signature can cover it
+    }
     ObjectNode rec = Json.MAPPER.createObjectNode();
     rec.put("v", 1);
     rec.put("host", caller.hostName());
@@ -173,6 +178,9 @@ final class TrustRoutes {
     }
     if (!KeySpelling.same(hostPub, caller.hostPubkey()) || !host.equals(caller.hostName())) {
       throw adRefused("wrong peer");
+    }
+    if (JsonValues.hasNonFinite(ad)) {
+      throw adRefused("malformed"); // canonical JSON cannot write it, so no signature can cover it
     }
     if (!Ed25519.verify(caller.hostPubkey(), CanonicalJson.canonicalBytes(ad), sig)) {
       throw adRefused("bad signature");
@@ -271,7 +279,7 @@ final class TrustRoutes {
     String oldPub = rec != null && rec.isObject() ? text(rec.get("old_pub")) : null;
     Future<Optional<Enrolment>> old = oldPub == null ? Future.succeededFuture(Optional.empty())
         : s.reads().enrolment(KeySpelling.canonicalOrSelf(oldPub));
-    old.onSuccess(o -> {
+    old.onSuccess(RelayRoutes.guarded(ctx, o -> {
       if (o.isEmpty() || !o.get().live()) {
         ctx.fail(new RelayError(404, "the rotated key is not enrolled here", null));
         return;
@@ -283,7 +291,7 @@ final class TrustRoutes {
       String host = text(rec.get("host"));
       if (!rec.path("v").isNumber() || rec.path("v").doubleValue() != 1
           || !"host-rotation".equals(text(rec.get("type"))) || host == null || newPub == null
-          || text(rec.get("iat")) == null || oldSig == null || newSig == null) {
+          || text(rec.get("iat")) == null || oldSig == null || newSig == null || JsonValues.hasNonFinite(rec)) {
         ctx.fail(badRotation("not a rotation record"));
         return;
       }
@@ -323,7 +331,7 @@ final class TrustRoutes {
               ctx.fail(new RelayError(409, "the new key was revoked here", null));
             }
           }).onFailure(ctx::fail);
-    }).onFailure(ctx::fail);
+    })).onFailure(ctx::fail);
   }
 
   // ---- admin deny list (seed 000 §8 "Revocation"; docs/deny-list.md) ----

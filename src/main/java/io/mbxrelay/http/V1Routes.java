@@ -76,7 +76,13 @@ final class V1Routes {
       done.complete(null);
       return;
     }
-    pushOne(caller, envelopes.get(i)).onSuccess(error -> {
+    Future<String> one;
+    try {
+      one = pushOne(caller, envelopes.get(i));
+    } catch (RuntimeException e) {
+      one = Future.failedFuture(e); // never thrown into a callback: the request must get its answer
+    }
+    one.onSuccess(error -> {
       if (error != null) {
         done.complete(error);
       } else {
@@ -91,7 +97,8 @@ final class V1Routes {
     if (shape.isPresent()) {
       return Future.succeededFuture("bad envelope: " + shape.get());
     }
-    byte[] wire = Json.stringify(env).getBytes(StandardCharsets.UTF_8);
+    // JSON.stringify as the reference stores it: a number JS reads as Infinity (1e999) is written null
+    byte[] wire = Json.stringify(JsonValues.withJsNulls(env)).getBytes(StandardCharsets.UTF_8);
     if (wire.length > s.config().limits().maxItemBytes()) {
       return Future.succeededFuture("envelope over size limit");
     }

@@ -18,18 +18,59 @@ public final class KeySpelling {
 
   private KeySpelling() {}
 
+  /** Base64 digit values of the standard alphabet; -1 elsewhere (ASCII only). */
+  private static final byte[] VALUES = new byte[128];
+
+  static {
+    java.util.Arrays.fill(VALUES, (byte) -1);
+    for (int i = 0; i < ALPHABET.length(); i++) {
+      VALUES[ALPHABET.charAt(i)] = (byte) i;
+    }
+  }
+
   /**
-   * The canonical spelling of a key field.
+   * The canonical spelling of a key field. One pass over the 44 characters and no decoding: a valid key field is
+   * 43 standard base64 characters and one {@code =} (43 × 6 bits = 32 bytes + 2 unused bits), so it is exactly
+   * {@link B64#isPubkey(String)}, and its canonical spelling clears the 2 unused bits of the 43rd character.
    *
    * @param pubkey a relay "pubkey" field as sent (may be null)
    * @return standard padded base64 of the 32 decoded bytes, or empty when {@code pubkey} is not a valid key field
    *     ({@link B64#isPubkey(String)})
    */
   public static Optional<String> canonical(String pubkey) {
-    if (!B64.isPubkey(pubkey)) {
+    int last = lastDigit(pubkey);
+    if (last < 0) {
       return Optional.empty();
     }
-    return B64.decodeLenient(pubkey).map(B64::encode);
+    if ((last & 3) == 0) {
+      return Optional.of(pubkey); // already canonical: no allocation (every honest client's key)
+    }
+    return Optional.of(pubkey.substring(0, 42) + ALPHABET.charAt(last & ~3) + "=");
+  }
+
+  /**
+   * Whether a key field is valid and already in its canonical spelling. O(44), no allocation: safe on the hot path.
+   *
+   * @param pubkey the key field as sent (may be null)
+   * @return true when {@link #canonical(String)} would return it unchanged
+   */
+  public static boolean isCanonical(String pubkey) {
+    int last = lastDigit(pubkey);
+    return last >= 0 && (last & 3) == 0;
+  }
+
+  /** The value of the 43rd character when {@code s} is a valid key field ({@link B64#isPubkey}), else -1. */
+  private static int lastDigit(String s) {
+    if (s == null || s.length() != 44 || s.charAt(43) != '=') {
+      return -1;
+    }
+    for (int i = 0; i < 43; i++) {
+      char c = s.charAt(i);
+      if (c >= 128 || VALUES[c] < 0) {
+        return -1;
+      }
+    }
+    return VALUES[s.charAt(42)];
   }
 
   /**

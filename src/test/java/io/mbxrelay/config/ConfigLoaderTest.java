@@ -56,6 +56,25 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void the_body_budget_defaults_to_an_eighth_of_the_heap_and_h2c_is_off_and_both_are_validated() throws Exception {
+    RelayConfig c = ConfigLoader.load(null, Map.of());
+    assertThat(c.http().maxInFlightBodyBytes()).isZero();
+    assertThat(c.http().bodyBudgetBytes())
+        .isEqualTo(Math.max(c.http().maxBodyBytes(), Runtime.getRuntime().maxMemory() / 8));
+    assertThat(c.http().h2c()).isFalse();
+    assertThat(c.http().maxConcurrentStreams()).isEqualTo(100);
+    assertThat(ConfigLoader.load(null, Map.of("MBX_RELAY_HTTP_MAX_IN_FLIGHT_BODY_BYTES", "16777216")).http()
+        .bodyBudgetBytes()).isEqualTo(16_777_216);
+    assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("MBX_RELAY_HTTP_MAX_IN_FLIGHT_BODY_BYTES", "1000",
+        "MBX_RELAY_HTTP_MAX_CONCURRENT_STREAMS", "0", "MBX_RELAY_HTTP_H2C", "maybe")))
+        .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.violations()).containsExactlyInAnyOrder(
+            "http.maxInFlightBodyBytes must be 0 (an eighth of the heap) or at least http.maxBodyBytes (8388608),"
+                + " or the largest allowed body could never be read (is 1000)",
+            "http.maxConcurrentStreams must be between 1 and 1000 (is 0)",
+            "MBX_RELAY_HTTP_H2C must be true or false"));
+  }
+
+  @Test
   void a_misspelt_variable_a_bad_admin_bind_and_a_sender_share_above_the_queue_are_reported() {
     assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("MBX_RELAY_HTTP_INSTANCE", "3",
         "MBX_RELAY_ADMIN_BIND", "not-an-ip", "MBX_RELAY_LIMITS_MAX_SENDER_BYTES", "99999999",

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.testing.Envelopes;
+import io.mbxrelay.testing.Http;
 import io.mbxrelay.testing.RelayHarness;
 import io.mbxrelay.testing.TestHost;
 import java.nio.file.Path;
@@ -133,7 +134,10 @@ class QuotaTest {
         assertThat(push(a, b, 64)).isEqualTo("accepted");
       }
       long before = head(b);
-      assertThat(push(a, b, 64)).isEqualTo("rejected:rate");
+      // read from the headers since issue 11 item 2: refused before the items are read (429), not item by item
+      Http.Resp over = a.pushEnvelope(b, Envelopes.newId(), Envelopes.sealed(Envelopes.newId()));
+      assertThat(over.status()).isEqualTo(429);
+      assertThat(over.raw()).isEqualTo("{\"error\":\"push rate exceeded (3/min)\"}");
       assertThat(head(b)).isEqualTo(before);
       assertThat(push(c, b, 64)).as("another sender key has its own window").isEqualTo("accepted");
     }

@@ -401,6 +401,7 @@ public final class SqliteRelayStore implements RelayStore {
         }
       }
       ensureIndexes();
+      KeySpellingMigration.run(conn); // keys in their canonical spelling; a scan of enrolments on a clean store
       putMeta("heartbeat", Long.toString(now));
       // every writer transaction counts itself, this one too; a store accepted behind its watermark starts above it
       long next = Math.max(CommitWatermark.storeCommits(conn), verdict.floor()) + 1;
