@@ -1,6 +1,5 @@
 package io.mbxrelay.http;
 
-import io.vertx.core.shareddata.Shareable;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -11,10 +10,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * so a flood of large bodies costs the relay at most the budget (times the 3–4 copies a body has while it is checked),
  * never its heap. GET bodies (at most {@code http.maxSmallBodyBytes}) are not counted.
  *
- * <p>One instance per relay, shared by every HTTP verticle instance through the Vert.x local shared data
- * ({@link Shareable}). Thread-safe and lock-free: one CAS per request.
+ * <p>One instance per relay ({@code RelayServices}), shared by every HTTP verticle instance; its use and refusals are
+ * the gauge {@code mbxrelay_http_body_budget_used_bytes} and the counter
+ * {@code mbxrelay_http_body_budget_refused_total}. Thread-safe and lock-free: one CAS per request.
  */
-public final class BodyBudget implements Shareable {
+public final class BodyBudget {
   private final long limit;
   private final AtomicLong used = new AtomicLong();
   private final AtomicLong refused = new AtomicLong();

@@ -1,6 +1,7 @@
 package io.mbxrelay.metrics;
 
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
@@ -132,6 +133,10 @@ public final class RelayMetrics implements AutoCloseable {
   public static final String SWEEP_INTERVAL = "mbxrelay.sweep.interval.seconds";
   /** Gauge: entries in the hop replay cache (0 until that cache exists). */
   public static final String REPLAY_CACHE_SIZE = "mbxrelay.replay.cache.size";
+  /** Gauge: request body bytes held in memory now, bytes (issue 11 item 2). */
+  public static final String BODY_BUDGET_USED = "mbxrelay.http.body.budget.used";
+  /** Counter: requests refused 503 because the body budget was full. */
+  public static final String BODY_BUDGET_REFUSED = "mbxrelay.http.body.budget.refused";
   /** Gauge: long-poll pulls waiting for an item (issue 9). */
   public static final String PULL_WAITING = "mbxrelay.pull.waiting";
   /** Gauge: wire bytes of pull pages held while being written, bytes (issue 10 item 12). */
@@ -205,6 +210,8 @@ public final class RelayMetrics implements AutoCloseable {
   private volatile BooleanSupplier ready = () -> false;
   private volatile LongSupplier replayCacheSize = () -> 0;
   private volatile LongSupplier pullWaiting = () -> 0;
+  private volatile LongSupplier bodyBudgetUsed = () -> 0;
+  private volatile LongSupplier bodyBudgetRefused = () -> 0;
   private volatile LongSupplier pageBytesHeld = () -> 0;
   private volatile DoubleSupplier jwksAgeSeconds = () -> 0;
 
@@ -296,6 +303,10 @@ public final class RelayMetrics implements AutoCloseable {
         .description("1 when the writer stopped after corruption").register(registry);
     Gauge.builder(READY, () -> ready.getAsBoolean() ? 1 : 0).description("1 when /ready answers 200")
         .register(registry);
+    Gauge.builder(BODY_BUDGET_USED, () -> bodyBudgetUsed.getAsLong()).baseUnit("bytes")
+        .description("request body bytes held in memory").register(registry);
+    FunctionCounter.builder(BODY_BUDGET_REFUSED, this, x -> x.bodyBudgetRefused.getAsLong())
+        .description("requests refused because the body budget was full").register(registry);
     Gauge.builder(PULL_WAITING, () -> pullWaiting.getAsLong()).description("long-poll pulls waiting for an item")
         .register(registry);
     Gauge.builder(PULL_PAGE_BYTES_HELD, () -> pageBytesHeld.getAsLong()).baseUnit("bytes")
@@ -559,6 +570,17 @@ public final class RelayMetrics implements AutoCloseable {
   }
 
   // ---- replay cache and JWKS (bound by their owners) ----
+
+  /**
+   * Binds the body budget's gauge and counter (until bound they read 0).
+   *
+   * @param used bytes held now
+   * @param refused requests refused since start
+   */
+  public void bindBodyBudget(LongSupplier used, LongSupplier refused) {
+    this.bodyBudgetUsed = Objects.requireNonNull(used);
+    this.bodyBudgetRefused = Objects.requireNonNull(refused);
+  }
 
   /**
    * Binds the pull gauges (until bound they read 0).

@@ -1,7 +1,6 @@
 package io.mbxrelay.server;
 
 import io.mbxrelay.config.RelayConfig;
-import io.mbxrelay.http.BodyBudget;
 import io.mbxrelay.http.RelayRoutes;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
@@ -16,11 +15,6 @@ import java.util.concurrent.TimeUnit;
  * the same host and port share the socket; Vert.x spreads connections over them.
  */
 public final class HttpVerticle extends VerticleBase {
-  /** Vert.x local map holding what every instance of one relay shares. */
-  static final String SHARED_MAP = "mbx.http";
-  /** Key of the relay's {@link BodyBudget} in {@link #SHARED_MAP}. */
-  static final String BODY_BUDGET = "bodyBudget";
-
   private final RelayServices services;
   private final String host;
   private final int port;
@@ -35,18 +29,6 @@ public final class HttpVerticle extends VerticleBase {
     this.services = Objects.requireNonNull(services);
     this.host = Objects.requireNonNull(host);
     this.port = port;
-  }
-
-  /**
-   * The in-flight body budget shared by the HTTP verticles of the relay running on {@code vertx} (issue 11 item 2), for
-   * tests and gauges. Safe on any thread.
-   *
-   * @param vertx the relay's Vert.x
-   * @return the budget, or empty before the first HTTP verticle started
-   */
-  public static java.util.Optional<BodyBudget> bodyBudget(io.vertx.core.Vertx vertx) {
-    return java.util.Optional.ofNullable(vertx.sharedData().<String, BodyBudget>getLocalMap(SHARED_MAP)
-        .get(BODY_BUDGET));
   }
 
   /** The port actually bound, after start. */
@@ -79,11 +61,9 @@ public final class HttpVerticle extends VerticleBase {
         // socket could make the relay buffer; when on, the streams per connection are capped
         .setHttp2ClearTextEnabled(http.h2c())
         .setInitialSettings(new Http2Settings().setMaxConcurrentStreams(http.maxConcurrentStreams()));
-    // one budget for every instance of this relay: the first instance to start creates it
-    BodyBudget budget = vertx.sharedData().<String, BodyBudget>getLocalMap(SHARED_MAP)
-        .computeIfAbsent(BODY_BUDGET, k -> new BodyBudget(http.bodyBudgetBytes()));
+    // one budget for every instance of this relay (RelayServices)
     HttpServer server = vertx.createHttpServer(options)
-        .requestHandler(new RelayRoutes(services, budget).requestHandler(vertx));
+        .requestHandler(new RelayRoutes(services, services.bodyBudget()).requestHandler(vertx));
     return server.listen(port, host).onSuccess(s -> actualPort = s.actualPort());
   }
 }

@@ -212,14 +212,17 @@ public final class RelayServer implements AutoCloseable {
       io.mbxrelay.http.PullWaiters waiters = new io.mbxrelay.http.PullWaiters(l.maxEnrolments());
       store.onNewItems(waiters::wake);
       io.mbxrelay.http.PageBudget pageBudget = new io.mbxrelay.http.PageBudget(config.http().pageBytesInFlight());
+      io.mbxrelay.http.BodyBudget bodyBudget = new io.mbxrelay.http.BodyBudget(config.http().bodyBudgetBytes());
       m.bindPulls(waiters::waiting, pageBudget::held);
+      m.bindBodyBudget(bodyBudget::used, bodyBudget::refused);
       RelayServices services = new RelayServices(config, relayKey, store.epoch(), version(), reads, store.enrolments(),
           new StoreClient(vertx, config.store().writerTimeoutMs()),
           new ChallengeStore(l.maxOpenChallenges(), l.challengeTtlMs()),
           SlidingWindowLimiter.forClientAddresses(l.enrolCallsPerMinute(), 60_000, l.rateTableMaxKeys(),
               config.trust().ipv6PrefixBits()),
           new SlidingWindowLimiter(l.pushRequestsPerMinute(), 60_000, l.rateTableMaxKeys()),
-          authority, options.clientAddress(), options.clock(), trust, metrics, waiters, pageBudget);
+          authority, options.clientAddress(), options.clock(), trust, metrics, waiters, pageBudget,
+          bodyBudget);
       deployments.add(await(vertx.deployVerticle(new HeartbeatVerticle(services.writes(),
           config.timers().heartbeatMs()))));
       m.bindClock(clock::status);
@@ -330,6 +333,11 @@ public final class RelayServer implements AutoCloseable {
   /** The bound admin port ({@code /metrics}, {@code /health}, {@code /ready}). */
   public int adminPort() {
     return adminPort;
+  }
+
+  /** The in-flight request body budget (tests, gauges). */
+  public io.mbxrelay.http.BodyBudget bodyBudget() {
+    return services.bodyBudget();
   }
 
   /** The relay's meters. */

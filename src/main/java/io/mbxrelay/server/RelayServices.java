@@ -31,6 +31,7 @@ import java.util.Objects;
  * @param metrics the relay's meters
  * @param waiters long-poll pulls waiting for items (woken by the writer)
  * @param pageBudget pull page bytes held in memory at once
+ * @param bodyBudget request body bytes held in memory at once (issue 11 item 2)
  */
 public record RelayServices(
     RelayConfig config,
@@ -49,7 +50,8 @@ public record RelayServices(
     TrustServices trust,
     RelayMetrics metrics,
     io.mbxrelay.http.PullWaiters waiters,
-    io.mbxrelay.http.PageBudget pageBudget) {
+    io.mbxrelay.http.PageBudget pageBudget,
+    io.mbxrelay.http.BodyBudget bodyBudget) {
 
   public RelayServices {
     Objects.requireNonNull(config);
@@ -69,5 +71,6 @@ public record RelayServices(
     Objects.requireNonNull(metrics);
     Objects.requireNonNull(waiters);
     Objects.requireNonNull(pageBudget);
+    Objects.requireNonNull(bodyBudget);
   }
 }

@@ -59,7 +59,7 @@ class BodyBudgetTest {
   }
 
   private static BodyBudget budget() {
-    return HttpVerticle.bodyBudget(relay.server.vertx()).orElseThrow();
+    return relay.server.bodyBudget();
   }
 
   /** Waits (bounded, polling the relay's state, not a timer) until {@code value} equals {@code expected}. */
@@ -275,7 +275,7 @@ class BodyBudgetTest {
         s.getOutputStream().write(RawHttp.signedHead(h.key, h.pub(), "POST", "/v2/relay/ack",
             System.currentTimeMillis(), body, body.length).getBytes(StandardCharsets.ISO_8859_1));
         s.getOutputStream().write(body, 0, 1000);
-        BodyBudget used = HttpVerticle.bodyBudget(slow.server.vertx()).orElseThrow();
+        BodyBudget used = slow.server.bodyBudget();
         assertThat(used.used()).isLessThanOrEqualTo(body.length);
         RawHttp.Answer r = RawHttp.read(s.getInputStream(), false);
         assertThat(r.status()).isEqualTo(408);

@@ -119,7 +119,7 @@ class RequestFuzzTest {
       assertThat(push.json().get("results").get(0).get("status").asText()).as(push.raw()).isEqualTo("accepted");
       assertThat(psi.pull(0, null, null).json().get("items")).hasSize(1);
       long deadline = System.nanoTime() + 10_000_000_000L;
-      BodyBudget budget = HttpVerticle.bodyBudget(relay.server.vertx()).orElseThrow();
+      BodyBudget budget = relay.server.bodyBudget();
       while (budget.used() != 0 && System.nanoTime() < deadline) {
         Thread.sleep(10);
       }

@@ -936,8 +936,8 @@ public final class SqliteRelayStore implements RelayStore {
       } else {
         list = new HashSet<>();
         for (com.fasterxml.jackson.databind.JsonNode n : io.mbxrelay.wire.Json.parse(json)) {
-          if (n.isTextual()) {
-            list.add(n.textValue());
+          if (n.isTextual()) { // canonical spelling: lists stored before keys were canonicalised still match
+            list.add(io.mbxrelay.wire.KeySpelling.canonicalOrSelf(n.textValue()));
           }
         }
       }

@@ -214,4 +214,18 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
       }
     }
   }
+
+  @Test
+  void an_allowlist_stored_with_another_spelling_of_a_sender_key_still_admits_that_sender() throws Exception {
+    // issue 11 item 4: lists written before keys were canonicalised may hold any of a key's 4 base64 spellings
+    String other = io.mbxrelay.wire.KeySpelling.spellings(a).stream().filter(k -> !k.equals(a)).findFirst()
+        .orElseThrow();
+    try (Statement st = ((SqliteRelayStore) store).connection().createStatement()) {
+      st.executeUpdate("INSERT INTO sender_lists(target_pubkey, senders, iat, record, sig) VALUES('" + b + "', '[\""
+          + other + "\"]', '2026-01-01T00:00:00.000Z', '{}', 'sig')");
+    }
+    assertThat(push(a, "m1", target(b, "w"))).isInstanceOf(io.mbxrelay.store.PushOutcome.Stored.class);
+    assertThat(push(c, "m2", target(b, "w"))).isEqualTo(new io.mbxrelay.store.PushOutcome.Rejected(
+        "sender not accepted by target"));
+  }
 }
