@@ -221,25 +221,27 @@ final class BenchClient implements AutoCloseable {
       int first = k;
       Promise<Void> p = Promise.promise();
       parts.add(p.future());
-      loops.get(k).runOnContext(v -> {
-        long[] i = {first};
-        vertx.setPeriodic(1, id -> {
+      loops.get(k).runOnContext(v -> new Object() {
+        long i = first;
+
+        /** Fires every request that is due, then sleeps until the next one (at least 1 ms, the timer's unit). */
+        void tick() {
           long now = System.nanoTime();
           while (true) {
-            long due = startNanos + (long) (i[0] * step);
+            long due = startNanos + (long) (i * step);
             if (due - endNanos >= 0) {
-              vertx.cancelTimer(id);
               p.tryComplete();
               return;
             }
             if (due - now > 0) {
+              vertx.setTimer(Math.max(1, (due - now) / 1_000_000), id -> tick());
               return;
             }
-            i[0] += n;
+            i += n;
             fire.accept(due);
           }
-        });
-      });
+        }
+      }.tick());
     }
     return Future.all(parts).mapEmpty();
   }

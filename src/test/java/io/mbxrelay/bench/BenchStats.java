@@ -97,20 +97,24 @@ final class BenchStats {
     return errors.values().stream().mapToLong(LongAdder::sum).sum();
   }
 
-  /** {@code "errors: none"} or {@code "errors: N (class=n, …)"} plus one line per class with its first sample. */
-  String errorSummary() {
+  /** {@code "errors: none"} or {@code "errors: N (class = n, …)"}. */
+  String errorCounts() {
     if (errors.isEmpty()) {
       return "errors: none";
     }
     StringBuilder b = new StringBuilder("errors: ").append(errorCount()).append(" (");
-    Map<String, LongAdder> sorted = new TreeMap<>(errors);
     boolean first = true;
-    for (Map.Entry<String, LongAdder> e : sorted.entrySet()) {
+    for (Map.Entry<String, LongAdder> e : new TreeMap<>(errors).entrySet()) {
       b.append(first ? "" : ", ").append(e.getKey()).append(" = ").append(e.getValue().sum());
       first = false;
     }
-    b.append(')');
-    for (String k : sorted.keySet()) {
+    return b.append(')').toString();
+  }
+
+  /** {@link #errorCounts()} plus one line per class with its first sample. */
+  String errorSummary() {
+    StringBuilder b = new StringBuilder(errorCounts());
+    for (String k : new TreeMap<>(errors).keySet()) {
       b.append("\n  first ").append(k).append(": ").append(samples.get(k));
     }
     return b.toString();

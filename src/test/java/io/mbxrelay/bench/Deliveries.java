@@ -17,7 +17,8 @@ import org.HdrHistogram.Histogram;
 final class Deliveries {
   private enum State { SENT, ANSWERED, PULLED }
 
-  private record Mark(State state, long at) {}
+  /** {@code at}: when the push was answered (ANSWERED) or the pull answer came (PULLED); {@code sent}: push start. */
+  private record Mark(State state, long at, long sent) {}
 
   private final Map<String, Mark> pending = new ConcurrentHashMap<>();
   private final Set<String> delivered = ConcurrentHashMap.newKeySet();
@@ -26,6 +27,8 @@ final class Deliveries {
   static final class Phase {
     final long t0;
     final Histogram latency = new ConcurrentHistogram(BenchStats.HIGHEST_US, 3);
+    /** From the push's (scheduled) start to the pull answer: what the sending host waits for. */
+    final Histogram fromSend = new ConcurrentHistogram(BenchStats.HIGHEST_US, 3);
     final LongAdder answered = new LongAdder();
     final LongAdder deliveredNow = new LongAdder();
     final LongAdder deliveredEarlier = new LongAdder();
@@ -46,9 +49,9 @@ final class Deliveries {
     return phase;
   }
 
-  /** A push of this item is being sent. */
-  void sent(String id) {
-    pending.put(id, new Mark(State.SENT, 0));
+  /** A push of this item is being sent; {@code due} is its scheduled start (nanoTime). */
+  void sent(String id, long due) {
+    pending.put(id, new Mark(State.SENT, 0, due));
   }
 
   /** The push was answered 200 with the item accepted, at {@code now}. */
@@ -62,10 +65,11 @@ final class Deliveries {
         if (now - ph.t0 >= 0) {
           ph.pulledFirst.increment();
           ph.latency.recordValue(0);
+          ph.fromSend.recordValue(BenchStats.us(m.at() - m.sent()));
         }
         return null;
       }
-      return new Mark(State.ANSWERED, now);
+      return new Mark(State.ANSWERED, now, m == null ? now : m.sent());
     });
   }
 
@@ -89,7 +93,7 @@ final class Deliveries {
     }
     if (m.state() == State.SENT) {
       // the page beat the push's answer: answered() records 0 latency when the answer comes
-      pending.put(id, new Mark(State.PULLED, now));
+      pending.put(id, new Mark(State.PULLED, now, m.sent()));
       ph.deliveredNow.increment();
       return;
     }
@@ -100,6 +104,7 @@ final class Deliveries {
     }
     ph.deliveredNow.increment();
     ph.latency.recordValue(BenchStats.us(now - m.at()));
+    ph.fromSend.recordValue(BenchStats.us(now - m.sent()));
   }
 
   /** Items of this phase whose push was answered but which no pull answer carried yet. */
@@ -108,12 +113,17 @@ final class Deliveries {
     return pending.values().stream().filter(m -> m.state() == State.ANSWERED && m.at() - ph.t0 >= 0).count();
   }
 
-  /** One line: delivered, duplicates, foreign, undelivered and the latency percentiles. */
+  /**
+   * Two lines: delivered, duplicates, foreign, undelivered; then the latency percentiles from the push answer (0 when
+   * the pull answer came first) and from the push's scheduled start.
+   */
   String summary(String latencyName) {
     Phase ph = phase;
     return String.format(Locale.ROOT, "delivered: %d of %d pushed in the phase (+%d pushed earlier, %d from before the"
-            + " run), duplicates %d, not yet pulled %d; %s %s (%d pull answers came before the push answer)",
+            + " run), duplicates %d, not yet pulled %d%n%s: %s (%d pull answers came before their push answer, counted"
+            + " 0)%npush start → pull answer: %s",
         ph.deliveredNow.sum(), ph.answered.sum(), ph.deliveredEarlier.sum(), ph.foreign.sum(), ph.duplicates.sum(),
-        undelivered(), latencyName, BenchStats.percentiles(ph.latency), ph.pulledFirst.sum());
+        undelivered(), latencyName, BenchStats.percentiles(ph.latency), ph.pulledFirst.sum(),
+        BenchStats.percentiles(ph.fromSend));
   }
 }

@@ -96,7 +96,9 @@ final class FillWorkload {
     double genCores = (HostedRelayBench.generatorCpuNanos() - cpu0) / 1e9 / secs;
     System.out.printf(Locale.ROOT, "== fill: %d of %d items accepted in %.1f s = %.0f items/s (%.1f MB/s of wire bytes)%n",
         accepted.sum(), total, secs, accepted.sum() / secs, accepted.sum() * (double) s.items().wireBytes() / secs / 1e6);
-    System.out.println(push.summary());
+    System.out.printf(Locale.ROOT, "push requests: %d ok (%.1f/s), latency %s%s%n", push.ok.getTotalCount(),
+        push.ok.getTotalCount() / secs, BenchStats.percentiles(push.ok),
+        push.failed.getTotalCount() == 0 ? "" : "; " + push.failed.getTotalCount() + " FAILED");
     System.out.println(stats.errorSummary());
     System.out.printf(Locale.ROOT, "generator: CPU %.2f cores%n", genCores);
     System.out.println(HostedRelayBench.relayLine(s.relay(), relayCpu0, secs));

@@ -95,13 +95,13 @@ final class LongPollWorkload {
       Thread.sleep(200);
     }
     System.out.printf(Locale.ROOT, "ramp: %d receive loops started in %.1f s; relay holds %s waiting pulls; generator"
-            + " has %d pulls in flight; pull errors %d%n", started.get(), (System.nanoTime() - rampStart) / 1e9,
+            + " has %d pulls in flight; %s%n", started.get(), (System.nanoTime() - rampStart) / 1e9,
         waiting < 0 ? "n/a (no admin URL)" : String.format(Locale.ROOT, "%.0f", waiting), pullsInFlight.get(),
-        phase.pullErrors.sum());
+        phase.stats.errorCounts());
     if (o.warmup > 0) {
       Phase w = phase(o.warmup, null);
-      System.out.printf(Locale.ROOT, "warm-up (not counted): pushes %d ok, acks %d ok, errors %d%n",
-          w.push.ok.getTotalCount(), w.ack.ok.getTotalCount(), w.stats.errorCount());
+      System.out.printf(Locale.ROOT, "warm-up (not counted): pushes %d ok, acks %d ok, %s%n",
+          w.push.ok.getTotalCount(), w.ack.ok.getTotalCount(), w.stats.errorCounts());
     }
     double relayCpu0 = s.relay() == null ? 0 : s.relay().cpuSeconds();
     long cpu0 = HostedRelayBench.generatorCpuNanos();
@@ -271,7 +271,7 @@ final class LongPollWorkload {
     Host target = targets.get(r.nextInt(targets.size()));
     String id = BenchItems.newId();
     byte[] body = s.items().pushBody(List.of(new BenchItems.Target(id, target.pub())));
-    deliveries.sent(id);
+    deliveries.sent(id, due);
     pushesInFlight.incrementAndGet();
     s.client().send(HttpMethod.POST, "/v2/relay/items", body, sender, PUSH_TIMEOUT_MS).onComplete(ar -> {
       pushesInFlight.decrementAndGet();

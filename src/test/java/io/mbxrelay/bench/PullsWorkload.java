@@ -68,8 +68,8 @@ final class PullsWorkload {
         targets.size(), senders.size(), o.warmup, o.seconds);
     if (o.warmup > 0) {
       Phase w = phase(o.warmup);
-      System.out.printf(Locale.ROOT, "warm-up (not counted): pushes %d ok, pulls %d ok, acks %d ok, errors %d%n",
-          w.push.ok.getTotalCount(), w.pull.ok.getTotalCount(), w.ack.ok.getTotalCount(), w.stats.errorCount());
+      System.out.printf(Locale.ROOT, "warm-up (not counted): pushes %d ok, pulls %d ok, acks %d ok, %s%n",
+          w.push.ok.getTotalCount(), w.pull.ok.getTotalCount(), w.ack.ok.getTotalCount(), w.stats.errorCounts());
     }
     double relayCpu0 = s.relay() == null ? 0 : s.relay().cpuSeconds();
     long cpu0 = HostedRelayBench.generatorCpuNanos();
@@ -85,7 +85,7 @@ final class PullsWorkload {
         pulls == 0 ? 0.0 : 100.0 * p.emptyPulls.sum() / pulls, p.fullPages.sum()));
     System.out.println(p.ack.summary());
     System.out.println(p.stats.errorSummary());
-    System.out.println(deliveries.summary("e2e (push answered → pulled)"));
+    System.out.println(deliveries.summary("e2e, push answer → pull answer"));
     System.out.printf(Locale.ROOT, "generator: lag p50 %s p99 %s max %s ms; CPU %.2f cores over %.0f s (incl. drain)%n",
         BenchStats.ms(p.lag, 50), BenchStats.ms(p.lag, 99), BenchStats.fmt(p.lag.getMaxValue() / 1000.0), genCores,
         wall);
@@ -133,7 +133,7 @@ final class PullsWorkload {
     Host target = targets.get(r.nextInt(targets.size()));
     String id = BenchItems.newId();
     byte[] body = s.items().pushBody(List.of(new BenchItems.Target(id, target.pub())));
-    deliveries.sent(id);
+    deliveries.sent(id, due);
     inflight.incrementAndGet();
     p.lag.recordValue(BenchStats.us(System.nanoTime() - due));
     s.client().send(HttpMethod.POST, "/v2/relay/items", body, sender, TIMEOUT_MS).onComplete(ar -> {
