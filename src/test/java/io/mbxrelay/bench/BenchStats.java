@@ -36,6 +36,7 @@ final class BenchStats {
     final Histogram ok = new ConcurrentHistogram(HIGHEST_US, 3);
     final Histogram failed = new ConcurrentHistogram(HIGHEST_US, 3);
     final AtomicLongArray perSecond = new AtomicLongArray(Math.max(1, seconds));
+    final LongAdder notSent = new LongAdder();
 
     Op(String name) {
       this.name = name;
@@ -54,6 +55,12 @@ final class BenchStats {
     void failed(String kind, String sample, long latencyNanos) {
       failed.recordValue(us(latencyNanos));
       error(name + ": " + kind, sample);
+    }
+
+    /** A request the generator did not send (its own bound): counted as an error, no latency. */
+    void notSent(String kind) {
+      notSent.increment();
+      error(name + ": not sent, " + kind, "");
     }
 
     /** Successes per second over the phase. */
@@ -81,6 +88,9 @@ final class BenchStats {
         all.add(failed);
         b.append(String.format(Locale.ROOT, "; %d FAILED (took p50 %s ms), all requests: %s", failed.getTotalCount(),
             ms(failed, 50), percentiles(all)));
+      }
+      if (notSent.sum() > 0) {
+        b.append("; ").append(notSent.sum()).append(" NOT SENT (generator bound)");
       }
       return b.toString();
     }

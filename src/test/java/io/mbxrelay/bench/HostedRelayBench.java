@@ -167,6 +167,7 @@ public final class HostedRelayBench {
       BenchRelayProcess relay, String adminUrl) {}
 
   static int run(Options o) throws Exception {
+    long began = System.nanoTime();
     String workProp = System.getProperty("bench.work");
     Path work = workProp != null ? Path.of(workProp) : Files.createTempDirectory("mbxrelay-hosted-bench");
     boolean tempStore = o.store == null;
@@ -238,7 +239,9 @@ public final class HostedRelayBench {
     }
     if (relay[0] != null) {
       System.out.println(relay[0].problemsLine());
+      System.out.printf(Locale.ROOT, "relay stopped (SIGTERM) in %.2f s%n", relay[0].stop());
     }
+    System.out.printf(Locale.ROOT, "bench-hosted %s: done in %.0f s%n", o.mode, (System.nanoTime() - began) / 1e9);
     return 0;
   }
 

@@ -125,7 +125,7 @@ final class PullsWorkload {
   private void push(long due) {
     Phase p = phase;
     if (inflight.get() >= s.o().maxInflight) {
-      p.push.failed("not sent, generator at " + s.o().maxInflight + " in flight", "", System.nanoTime() - due);
+      p.push.notSent("generator at " + s.o().maxInflight + " in flight");
       return;
     }
     ThreadLocalRandom r = ThreadLocalRandom.current();
@@ -185,12 +185,12 @@ final class PullsWorkload {
   private void pull(long due) {
     Phase p = phase;
     if (inflight.get() >= s.o().maxInflight) {
-      p.pull.failed("not sent, generator at " + s.o().maxInflight + " in flight", "", System.nanoTime() - due);
+      p.pull.notSent("generator at " + s.o().maxInflight + " in flight");
       return;
     }
     int t = claim();
     if (t < 0) {
-      p.pull.failed("not sent, 16 random targets busy", "", System.nanoTime() - due);
+      p.pull.notSent("16 random targets busy");
       return;
     }
     long after = cursor[t];
