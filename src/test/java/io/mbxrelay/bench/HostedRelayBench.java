@@ -30,23 +30,29 @@ import java.util.stream.Stream;
  * </ul>
  *
  * <p>Unless {@code --url} names a running relay, the shaded jar is started as a child process with
- * {@code --relay-opts} (default {@code -Xmx512m}), the per-address enrolment, per-sender push, enrolment-count and
- * queue limits lifted through {@code MBX_RELAY_LIMITS_*} (a benchmark is one address and a few senders), and the admin
- * server on a free port; its time from process start to {@code /ready} is printed. The load generator is one Vert.x
- * instance (an event loop per core, pooled keep-alive connections) sharing the machine with the relay.
+ * {@code --relay-opts} (default {@code -Xmx512m}), the per-address enrolment, per-sender push, enrolment-count,
+ * queue, sender-total and store-wide limits lifted through {@code MBX_RELAY_LIMITS_*} (a benchmark is one address and a
+ * few senders), and the admin server on a free port; its time from process start to {@code /ready} is printed. The
+ * load generator is one Vert.x instance (an event loop per core, pooled keep-alive connections) sharing the machine
+ * with the relay.
  */
 public final class HostedRelayBench {
   private HostedRelayBench() {}
 
   /** Environment for a relay started by the benchmark: limits a benchmark must not hit. */
-  static final Map<String, String> RELAY_ENV = Map.of(
-      "MBX_RELAY_LIMITS_PUSH_REQUESTS_PER_MINUTE", "1000000",
-      "MBX_RELAY_LIMITS_ENROL_CALLS_PER_MINUTE", "1000000",
-      "MBX_RELAY_LIMITS_MAX_ENROLMENTS", "1000000",
-      "MBX_RELAY_LIMITS_MAX_QUEUE_ITEMS", "1000000",
-      "MBX_RELAY_LIMITS_MAX_SENDER_ITEMS", "1000000",
-      "MBX_RELAY_LIMITS_MAX_QUEUE_BYTES", "10000000000",
-      "MBX_RELAY_LIMITS_MAX_SENDER_BYTES", "10000000000");
+  static final Map<String, String> RELAY_ENV = Map.ofEntries(
+      Map.entry("MBX_RELAY_LIMITS_PUSH_REQUESTS_PER_MINUTE", "1000000"),
+      Map.entry("MBX_RELAY_LIMITS_ENROL_CALLS_PER_MINUTE", "1000000"),
+      Map.entry("MBX_RELAY_LIMITS_MAX_ENROLMENTS", "1000000"),
+      Map.entry("MBX_RELAY_LIMITS_MAX_QUEUE_ITEMS", "1000000"),
+      Map.entry("MBX_RELAY_LIMITS_MAX_SENDER_ITEMS", "1000000"),
+      Map.entry("MBX_RELAY_LIMITS_MAX_QUEUE_BYTES", "10000000000"),
+      Map.entry("MBX_RELAY_LIMITS_MAX_SENDER_BYTES", "10000000000"),
+      // a few senders push everything: their totals over all targets, and the store's, must not bind either
+      Map.entry("MBX_RELAY_LIMITS_MAX_SENDER_TOTAL_ITEMS", "100000000"),
+      Map.entry("MBX_RELAY_LIMITS_MAX_SENDER_TOTAL_BYTES", "1000000000000"),
+      Map.entry("MBX_RELAY_LIMITS_MAX_STORE_ITEMS", "100000000"),
+      Map.entry("MBX_RELAY_LIMITS_MAX_STORE_BYTES", "1000000000000"));
 
   /** Command-line options (see {@link #USAGE}); rates per second, times in seconds, sizes in bytes. */
   static final class Options {
