@@ -1,0 +1,320 @@
+package io.mbxrelay.bench;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.stream.Stream;
+
+/**
+ * The hosted-relay benchmark (issue 9 goals 3–5): many enrolled hosts pulling from one relay. Prints figures; asserts
+ * nothing. Run with {@code scripts/bench-hosted MODE [options]}; modes:
+ *
+ * <ul>
+ *   <li>{@code pulls} ({@link PullsWorkload}): {@code --hosts} targets and 4 senders; open-loop single-item pushes
+ *       at {@code --push-rate} to random targets and signed pulls of random targets at {@code --pull-rate}, each pull
+ *       that brought items followed by its ack; push/pull/ack latency percentiles (ms, from the scheduled start),
+ *       throughput, errors, end-to-end delivery, generator lag and CPU, the relay's RSS and CPU.
+ *   <li>{@code longpoll} ({@link LongPollWorkload}): every host holds a {@code wait=25} pull open; pushes at
+ *       {@code --push-rate}; latency from the push's answer to the pull answer that carried the item, and how many
+ *       pulls the relay held waiting ({@code mbxrelay_pull_waiting}).
+ *   <li>{@code fill} ({@link FillWorkload}): pushes {@code --items} ~1 KiB items over {@code --hosts} hosts into
+ *       {@code --store DIR} as fast as it takes them, keeps the store and the hosts' test keys
+ *       ({@code DIR/bench-hosts.txt}) for later runs with {@code --store DIR}, then restarts the relay and times it
+ *       to {@code /ready}.
+ * </ul>
+ *
+ * <p>Unless {@code --url} names a running relay, the shaded jar is started as a child process with
+ * {@code --relay-opts} (default {@code -Xmx512m}), the per-address enrolment, per-sender push, enrolment-count,
+ * queue, sender-total and store-wide limits lifted through {@code MBX_RELAY_LIMITS_*} (a benchmark is one address and a
+ * few senders), and the admin server on a free port; its time from process start to {@code /ready} is printed. The
+ * load generator is one Vert.x instance (an event loop per core, pooled keep-alive connections) sharing the machine
+ * with the relay.
+ */
+public final class HostedRelayBench {
+  private HostedRelayBench() {}
+
+  /** Environment for a relay started by the benchmark: limits a benchmark must not hit. */
+  static final Map<String, String> RELAY_ENV = Map.ofEntries(
+      Map.entry("MBX_RELAY_LIMITS_PUSH_REQUESTS_PER_MINUTE", "1000000"),
+      Map.entry("MBX_RELAY_LIMITS_ENROL_CALLS_PER_MINUTE", "1000000"),
+      Map.entry("MBX_RELAY_LIMITS_MAX_ENROLMENTS", "1000000"),
+      Map.entry("MBX_RELAY_LIMITS_MAX_QUEUE_ITEMS", "1000000"),
+      Map.entry("MBX_RELAY_LIMITS_MAX_SENDER_ITEMS", "1000000"),
+      Map.entry("MBX_RELAY_LIMITS_MAX_QUEUE_BYTES", "10000000000"),
+      Map.entry("MBX_RELAY_LIMITS_MAX_SENDER_BYTES", "10000000000"),
+      // a few senders push everything: their totals over all targets, and the store's, must not bind either
+      Map.entry("MBX_RELAY_LIMITS_MAX_SENDER_TOTAL_ITEMS", "100000000"),
+      Map.entry("MBX_RELAY_LIMITS_MAX_SENDER_TOTAL_BYTES", "1000000000000"),
+      Map.entry("MBX_RELAY_LIMITS_MAX_STORE_ITEMS", "100000000"),
+      Map.entry("MBX_RELAY_LIMITS_MAX_STORE_BYTES", "1000000000000"));
+
+  /** Command-line options (see {@link #USAGE}); rates per second, times in seconds, sizes in bytes. */
+  static final class Options {
+    String mode;
+    int hosts = 10_000;
+    int seconds = 60;
+    int warmup = 30;
+    String url;
+    String admin;
+    String relayOpts = "-Xmx512m";
+    Path store;
+    Double pushRate;
+    double pullRate = 1000;
+    long items = 1_000_000;
+    int itemBytes = 1024;
+    int senders = 4;
+    int waitSeconds = 25;
+    int enrolConcurrency = 32;
+    int batch = 200;
+    int maxInflight = 4096;
+    /** Extra environment for a started relay ({@code --relay-env K=V}, repeatable), e.g. to try a config knob. */
+    final Map<String, String> relayEnv = new LinkedHashMap<>();
+
+    double pushRate() {
+      return pushRate != null ? pushRate : mode.equals("longpoll") ? 200 : 1000;
+    }
+  }
+
+  static final String USAGE = """
+      usage: scripts/bench-hosted pulls|longpoll|fill [options]
+        --hosts N          enrolled target hosts (10000)
+        --seconds S        measured seconds (60)
+        --warmup S         warm-up seconds, same load, not counted (30)
+        --push-rate R      single-item pushes per second (pulls 1000, longpoll 200)
+        --pull-rate R      pulls per second, pulls mode (1000)
+        --wait S           long-poll wait per pull, longpoll mode (25)
+        --items N          items to push, fill mode (1000000)
+        --item-bytes B     size of one item's wire bytes (1024)
+        --batch N          items per push request, fill mode (200)
+        --senders N        sender hosts (4)
+        --url U            drive a running relay instead of starting target/mbxrelay.jar
+        --admin U          its admin server (e.g. http://127.0.0.1:7375), for the longpoll waiting gauge
+        --relay-opts OPTS  JVM options of the started relay ("-Xmx512m")
+        --relay-env K=V    extra MBX_RELAY_* variable for the started relay (repeatable), e.g. to try a knob
+        --enrol-concurrency N  enrolments in flight (32)
+        --max-inflight N   pulls mode: requests in flight before the generator counts "not sent" (4096)
+        --store DIR        the relay's store dir (kept; reuses DIR/bench-hosts.txt enrolments); default a temp dir,
+                           removed after; required by fill
+      """;
+
+  public static void main(String[] args) throws Exception {
+    if (java.util.Arrays.asList(args).contains("--help") || java.util.Arrays.asList(args).contains("-h")) {
+      System.out.print(USAGE);
+      return;
+    }
+    Options o;
+    try {
+      o = parse(args);
+    } catch (IllegalArgumentException e) {
+      System.err.println("bench-hosted: " + e.getMessage());
+      System.err.print(USAGE);
+      System.exit(2);
+      return;
+    }
+    System.exit(run(o));
+  }
+
+  static Options parse(String[] args) {
+    if (args.length == 0 || !(args[0].equals("pulls") || args[0].equals("longpoll") || args[0].equals("fill"))) {
+      throw new IllegalArgumentException("first argument must be pulls, longpoll or fill");
+    }
+    Options o = new Options();
+    o.mode = args[0];
+    for (int i = 1; i < args.length; i++) {
+      String k = args[i];
+      if (i + 1 >= args.length) {
+        throw new IllegalArgumentException("missing value for " + k);
+      }
+      String v = args[++i];
+      switch (k) {
+        case "--hosts" -> o.hosts = Integer.parseInt(v);
+        case "--seconds" -> o.seconds = Integer.parseInt(v);
+        case "--warmup" -> o.warmup = Integer.parseInt(v);
+        case "--push-rate" -> o.pushRate = Double.parseDouble(v);
+        case "--pull-rate" -> o.pullRate = Double.parseDouble(v);
+        case "--wait" -> o.waitSeconds = Integer.parseInt(v);
+        case "--items" -> o.items = Long.parseLong(v);
+        case "--item-bytes" -> o.itemBytes = Integer.parseInt(v);
+        case "--batch" -> o.batch = Integer.parseInt(v);
+        case "--senders" -> o.senders = Integer.parseInt(v);
+        case "--url" -> o.url = v.replaceAll("/+$", "");
+        case "--admin" -> o.admin = v.replaceAll("/+$", "");
+        case "--relay-opts" -> o.relayOpts = v;
+        case "--relay-env" -> {
+          int eq = v.indexOf('=');
+          if (eq < 1 || !v.startsWith("MBX_RELAY_")) {
+            throw new IllegalArgumentException("--relay-env wants MBX_RELAY_NAME=value");
+          }
+          o.relayEnv.put(v.substring(0, eq), v.substring(eq + 1));
+        }
+        case "--store" -> o.store = Path.of(v).toAbsolutePath();
+        case "--enrol-concurrency" -> o.enrolConcurrency = Integer.parseInt(v);
+        case "--max-inflight" -> o.maxInflight = Integer.parseInt(v);
+        default -> throw new IllegalArgumentException("unknown option " + k);
+      }
+    }
+    if (o.hosts < 1 || o.seconds < 1 || o.warmup < 0 || o.senders < 1 || o.batch < 1 || o.items < 0) {
+      throw new IllegalArgumentException("--hosts, --seconds, --senders, --batch must be > 0, --warmup/--items >= 0");
+    }
+    if (o.mode.equals("fill") && o.store == null) {
+      throw new IllegalArgumentException("fill needs --store DIR (the store is kept there)");
+    }
+    return o;
+  }
+
+  /** Everything a workload needs: the client, the enrolled hosts, the relay's epoch, the relay process if started. */
+  record Setup(Options o, BenchClient client, BenchHosts hosts, BenchItems items, String epoch, int pullWaitMax,
+      BenchRelayProcess relay, String adminUrl) {}
+
+  static int run(Options o) throws Exception {
+    long began = System.nanoTime();
+    String workProp = System.getProperty("bench.work");
+    Path work = workProp != null ? Path.of(workProp) : Files.createTempDirectory("mbxrelay-hosted-bench");
+    boolean tempStore = o.store == null;
+    Path store = tempStore ? work.resolve("store") : o.store;
+    BenchRelayProcess[] relay = new BenchRelayProcess[1];
+    Thread cleanup = new Thread(() -> {
+      try {
+        if (relay[0] != null) {
+          relay[0].stop();
+        }
+      } catch (InterruptedException ignored) {
+        // exiting anyway
+      }
+      if (tempStore) {
+        deleteTree(store);
+      }
+      if (workProp == null) {
+        deleteTree(work);
+      }
+    }, "bench-cleanup");
+    Runtime.getRuntime().addShutdownHook(cleanup);
+
+    System.out.printf(Locale.ROOT, "hosted-relay bench %s: hosts %d, senders %d, item %d B, %s%n", o.mode, o.hosts,
+        o.senders, o.itemBytes, o.url != null ? "relay " + o.url : "relay started from the jar with " + o.relayOpts
+            + ", store " + (tempStore ? "temp (removed after)" : store));
+    String url = o.url;
+    String admin = o.admin;
+    if (url == null) {
+      Files.createDirectories(store);
+      relay[0] = startRelay(store, o, work, "relay");
+      url = relay[0].url();
+      admin = relay[0].adminUrl();
+    }
+    int pool = switch (o.mode) {
+      case "longpoll" -> o.hosts + 512;
+      case "fill" -> o.senders * 2 + 16;
+      default -> 1024;
+    };
+    try (BenchClient client = new BenchClient(url, pool)) {
+      JsonNode info = client.info();
+      String epoch = info.get("epoch").asText();
+      int waitMax = info.path("features").path("pull_wait_max_seconds").asInt(0);
+      BenchHosts hosts = BenchHosts.load(o.store, o.hosts, o.senders);
+      if (hosts.targetsFromFile + hosts.sendersFromFile > 0) {
+        System.out.printf("hosts: %d targets and %d senders reused from %s%n", hosts.targetsFromFile,
+            hosts.sendersFromFile, o.store.resolve(BenchHosts.FILE));
+      }
+      client.enrolAll(hosts.fresh(), o.enrolConcurrency);
+      if (o.store != null && !hosts.fresh().isEmpty()) {
+        hosts.saveFresh(o.store);
+      }
+      BenchItems items = new BenchItems(o.itemBytes);
+      Setup s = new Setup(o, client, hosts, items, epoch, waitMax, relay[0], admin);
+      switch (o.mode) {
+        case "pulls" -> new PullsWorkload(s).run();
+        case "longpoll" -> new LongPollWorkload(s).run();
+        default -> new FillWorkload(s).run();
+      }
+    }
+    if (o.mode.equals("fill") && relay[0] != null) {
+      // goal 5: restart to /ready with the filled store
+      System.out.println(relay[0].problemsLine());
+      double stopped = relay[0].stop();
+      System.out.printf(Locale.ROOT, "relay stopped (SIGTERM) in %.2f s; store %s: %s%n", stopped, store,
+          storeSize(store));
+      relay[0] = startRelay(store, o, work, "relay restarted on the filled store");
+    } else if (o.mode.equals("fill") && Files.isDirectory(store)) {
+      System.out.printf("store %s: %s%n", store, storeSize(store));
+    }
+    if (relay[0] != null) {
+      System.out.println(relay[0].problemsLine());
+      System.out.printf(Locale.ROOT, "relay stopped (SIGTERM) in %.2f s%n", relay[0].stop());
+    }
+    System.out.printf(Locale.ROOT, "bench-hosted %s: done in %.0f s%n", o.mode, (System.nanoTime() - began) / 1e9);
+    return 0;
+  }
+
+  /** Starts the relay child on {@code store} and prints its start-up times. */
+  static BenchRelayProcess startRelay(Path store, Options o, Path work, String label) throws Exception {
+    Map<String, String> env = new LinkedHashMap<>(RELAY_ENV);
+    env.putAll(o.relayEnv);
+    if (!o.relayEnv.isEmpty()) {
+      System.out.println("relay env overrides: " + o.relayEnv);
+    }
+    BenchRelayProcess r = BenchRelayProcess.start(jar(), store, o.relayOpts, env, work.resolve("relay.log"),
+        work.resolve("relay.pid"));
+    System.out.printf(Locale.ROOT, "%s: pid %d on %s, admin %s; process start to listening %.2f s, to /ready %.2f s;"
+        + " %s%n", label, r.process.pid(), r.url(), r.adminUrl(), r.listeningSeconds, r.readySeconds, r.memoryLine());
+    return r;
+  }
+
+  static Path jar() {
+    Path jar = Path.of(System.getProperty("mbxrelay.jar", "target/mbxrelay.jar"));
+    if (!Files.isRegularFile(jar)) {
+      throw new IllegalStateException("shaded jar missing: " + jar + " (run mvn package first)");
+    }
+    return jar;
+  }
+
+  /** CPU time of this JVM (the generator) so far, ns. */
+  static long generatorCpuNanos() {
+    return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
+        .getProcessCpuTime();
+  }
+
+  /** Relay CPU and memory over a measured window, one line; "" when the relay is not ours. */
+  static String relayLine(BenchRelayProcess r, double cpuAtStart, double wallSeconds) {
+    if (r == null) {
+      return "relay: not started here (--url): no RSS/CPU figures";
+    }
+    double cpu = r.cpuSeconds() - cpuAtStart;
+    return String.format(Locale.ROOT, "relay: %s; CPU %.1f s in %.0f s measured (%.2f cores)", r.memoryLine(), cpu,
+        wallSeconds, cpu / wallSeconds);
+  }
+
+  /** Sizes of the store's files, MiB: {@code relay.db 812 MiB, total 830 MiB}. */
+  static String storeSize(Path dir) throws IOException {
+    Map<String, Long> sizes = new LinkedHashMap<>();
+    long total = 0;
+    try (Stream<Path> s = Files.list(dir)) {
+      for (Path p : s.sorted().toList()) {
+        if (Files.isRegularFile(p)) {
+          long n = Files.size(p);
+          sizes.put(p.getFileName().toString(), n);
+          total += n;
+        }
+      }
+    }
+    return String.format(Locale.ROOT, "relay.db %.0f MiB, wal %.0f MiB, all files %.0f MiB",
+        sizes.getOrDefault("relay.db", 0L) / 1048576.0, sizes.getOrDefault("relay.db-wal", 0L) / 1048576.0,
+        total / 1048576.0);
+  }
+
+  static void deleteTree(Path p) {
+    if (!Files.exists(p)) {
+      return;
+    }
+    try (Stream<Path> s = Files.walk(p)) {
+      s.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+    } catch (IOException ignored) {
+      // best effort
+    }
+  }
+}
