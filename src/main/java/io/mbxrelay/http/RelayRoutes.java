@@ -1144,29 +1144,30 @@ public final class RelayRoutes {
         wokenWhileReading |= last;
         return;
       }
-      long reserved = s.pageBudget().reserve(limits.maxPullBytes());
-      if (reserved <= 0) {
-        finish();
-        ctx.response().putHeader("retry-after", "1");
-        ctx.fail(RelayError.BUSY);
-        return;
-      }
       reading = true;
       wokenWhileReading = false;
-      s.reads().pull(target, after, limit, reserved).onComplete(ar -> {
+      s.reads().pull(target, after, limit, limits.maxPullBytes(), s.pageBudget()).onComplete(ar -> {
         reading = false;
-        if (ar.failed() || done) {
-          s.pageBudget().release(reserved);
+        if (ar.failed()) {
           if (!done) {
             finish();
-            ctx.fail(ar.cause());
+            if (ar.cause() instanceof ReadStore.PageBudgetExhausted) {
+              ctx.response().putHeader("retry-after", "1");
+              ctx.fail(RelayError.BUSY);
+            } else {
+              ctx.fail(ar.cause());
+            }
           }
           return;
         }
         ReadStore.Page page = ar.result();
+        long held = page.wireBytes(); // held in the budget by the read; released when the answer is done
+        if (done) {
+          s.pageBudget().release(held);
+          return;
+        }
         boolean waiting = unregister != null && timer != -1 && System.nanoTime() < deadlineNanos;
         if (page.items().isEmpty() && waiting) {
-          s.pageBudget().release(reserved);
           if (wokenWhileReading) {
             read(false); // an item committed while this read ran
           }
@@ -1174,12 +1175,7 @@ public final class RelayRoutes {
         }
         finish();
         s.metrics().pullPage(page.items().size());
-        long bytes = 0;
-        for (ReadStore.PulledItem it : page.items()) {
-          bytes += it.wire().length;
-        }
-        s.pageBudget().settle(reserved, bytes);
-        writePage(ctx, page, after, bytes);
+        writePage(ctx, page, after, held);
       });
     }
 
@@ -1200,7 +1196,7 @@ public final class RelayRoutes {
    * Writes a pull page (wire.md §3 key order {@code epoch, head_seq, items, last_seq, more}) item by item with
    * back-pressure: an item is written only while the connection's write queue is below its mark, the rest when the
    * client has read (issue 10 item 12). So a full 8 MiB page never exists as one JSON tree and one string, and a client
-   * that does not read holds at most its page's wire bytes ({@code held}, counted in {@link PageBudget} until the
+   * that does not read holds at most its page's wire bytes ({@code held}, counted in {@link io.mbxrelay.server.PageBudget} until the
    * answer ended or the connection closed). The bytes are exactly
    * those of {@code JSON.stringify} of the whole answer; only the transfer is chunked.
    */

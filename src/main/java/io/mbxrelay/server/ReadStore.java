@@ -167,7 +167,17 @@ public final class ReadStore implements AutoCloseable {
    * @param items items in seq order
    * @param more true when rows beyond the page exist
    */
-  public record Page(long headSeq, List<PulledItem> items, boolean more) {}
+  public record Page(long headSeq, List<PulledItem> items, boolean more) {
+
+    /** The items' wire bytes (what the page holds in memory), bytes. */
+    public long wireBytes() {
+      long n = 0;
+      for (PulledItem it : items) {
+        n += it.wire().length;
+      }
+      return n;
+    }
+  }
 
   /**
    * Reads one page in a single read transaction (a consistent snapshot): first the seqs and sizes of up to
@@ -186,9 +196,42 @@ public final class ReadStore implements AutoCloseable {
    * @return the page; fails with the driver's exception when the store cannot be read
    */
   public Future<Page> pull(String target, long after, int limit, long maxBytes) {
+    return pull(target, after, limit, maxBytes, null);
+  }
+
+  /** The budget ran out: a non-empty page could not be held (answered 503 {@code relay busy; retry later}). */
+  public static final class PageBudgetExhausted extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    PageBudgetExhausted() {
+      super("pull page budget exhausted", null, false, false);
+    }
+  }
+
+  /**
+   * {@link #pull(String, long, int, long)} within a {@link PageBudget}: the page is planned within what the budget has
+   * left and its wire bytes are held in it (the caller releases them when the answer is done); an empty page holds
+   * nothing.
+   *
+   * @param budget the budget, or null for none
+   * @return the page; fails with {@link PageBudgetExhausted} when items are due but nothing is left
+   */
+  public Future<Page> pull(String target, long after, int limit, long maxBytes, PageBudget budget) {
     return pageReaders.executeBlocking(() -> {
       try {
-        return readPage(target, after, limit, maxBytes);
+        if (budget == null) {
+          return readPage(target, after, limit, maxBytes);
+        }
+        long free = budget.free();
+        Page page = readPage(target, after, limit, Math.max(1, Math.min(maxBytes, free)));
+        if (page.items().isEmpty()) {
+          return page;
+        }
+        if (free <= 0) {
+          throw new PageBudgetExhausted();
+        }
+        budget.hold(page.wireBytes());
+        return page;
       } catch (SQLException e) {
         dropPageConnection(); // a failed connection is not reused; the next page opens a fresh one
         throw e;

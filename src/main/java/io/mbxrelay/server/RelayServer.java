@@ -211,7 +211,7 @@ public final class RelayServer implements AutoCloseable {
       // long-poll pulls wake when the writer commits items for their host; pull pages in memory are bounded
       io.mbxrelay.http.PullWaiters waiters = new io.mbxrelay.http.PullWaiters(l.maxEnrolments());
       store.onNewItems(waiters::wake);
-      io.mbxrelay.http.PageBudget pageBudget = new io.mbxrelay.http.PageBudget(config.http().pageBytesInFlight());
+      io.mbxrelay.server.PageBudget pageBudget = new io.mbxrelay.server.PageBudget(config.http().pageBytesInFlight());
       io.mbxrelay.http.BodyBudget bodyBudget = new io.mbxrelay.http.BodyBudget(config.http().bodyBudgetBytes());
       m.bindPulls(waiters::waiting, pageBudget::held);
       m.bindBodyBudget(bodyBudget::used, bodyBudget::refused);

@@ -50,7 +50,7 @@ public record RelayServices(
     TrustServices trust,
     RelayMetrics metrics,
     io.mbxrelay.http.PullWaiters waiters,
-    io.mbxrelay.http.PageBudget pageBudget,
+    io.mbxrelay.server.PageBudget pageBudget,
     io.mbxrelay.http.BodyBudget bodyBudget) {
 
   public RelayServices {

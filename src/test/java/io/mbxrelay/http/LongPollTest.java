@@ -199,13 +199,12 @@ class LongPollTest {
   }
 
   @Test
-  void the_page_budget_refuses_only_when_nothing_is_left_and_settles_to_what_a_page_holds() {
-    PageBudget budget = new PageBudget(1000);
-    assertThat(budget.reserve(600)).isEqualTo(600);
-    assertThat(budget.reserve(600)).as("what is left").isEqualTo(400);
-    assertThat(budget.reserve(1)).isZero();
-    budget.settle(400, 700); // a single item larger than its budget still goes out
-    assertThat(budget.held()).isEqualTo(1300);
+  void the_page_budget_counts_what_pages_hold_and_what_is_left() {
+    io.mbxrelay.server.PageBudget budget = new io.mbxrelay.server.PageBudget(1000);
+    assertThat(budget.free()).isEqualTo(1000);
+    budget.hold(600);
+    budget.hold(700); // a single item larger than what was left still goes out
+    assertThat(budget.free()).isEqualTo(-300);
     budget.release(600);
     budget.release(700);
     assertThat(budget.held()).isZero();
