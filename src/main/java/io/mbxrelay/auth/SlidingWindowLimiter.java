@@ -1,6 +1,5 @@
 package io.mbxrelay.auth;
 
-import java.util.Arrays;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -11,7 +10,7 @@ import java.util.function.UnaryOperator;
 /**
  * A sliding-window rate limit per key: at most {@code limit} calls in any {@code windowMs} (wire.md §3: 120 push
  * requests per sender key per minute; 30 enrolment calls per client address per minute). Each key keeps the times
- * of its last {@code limit} calls in a ring.
+ * of its calls inside the window (at most {@code limit}) in a ring that grows with use.
  *
  * <p>The table is hard-capped at {@code maxKeys} and never locks anyone out (issue 11 item 6): when a new key finds
  * it full, keys with no call inside the window are dropped, and if it is still full the <em>least recently active</em>
@@ -37,14 +36,40 @@ public final class SlidingWindowLimiter {
   private final LinkedHashMap<String, Window> calls = new LinkedHashMap<>(16, 0.75f, true);
   private final AtomicLong shed = new AtomicLong();
 
+  /**
+   * The times of a key's calls inside the window, oldest first: a ring that grows with use (up to {@code limit}), so a
+   * key costs memory for the calls it made, not for the limit (a lifted limit of a million calls a minute once cost
+   * 8 MB per key).
+   */
   private static final class Window {
-    final long[] ring;
+    long[] ring = new long[4];
     int head;
+    int size;
     long last = Long.MIN_VALUE;
 
-    Window(int limit) {
-      ring = new long[limit];
-      Arrays.fill(ring, Long.MIN_VALUE);
+    /** Drops calls that left the window. */
+    void expire(long nowMs, long windowMs) {
+      while (size > 0 && nowMs - ring[head] >= windowMs) {
+        head = (head + 1) % ring.length;
+        size--;
+      }
+    }
+
+    long oldest() {
+      return ring[head];
+    }
+
+    void add(long nowMs, int limit) {
+      if (size == ring.length) {
+        long[] bigger = new long[Math.min(limit, ring.length * 2)];
+        for (int i = 0; i < size; i++) {
+          bigger[i] = ring[(head + i) % ring.length];
+        }
+        ring = bigger;
+        head = 0;
+      }
+      ring[(head + size) % ring.length] = nowMs;
+      size++;
     }
   }
 
@@ -98,16 +123,15 @@ public final class SlidingWindowLimiter {
       if (calls.size() >= maxKeys) {
         makeRoom(nowMs);
       }
-      w = new Window(limit);
+      w = new Window();
       calls.put(k, w);
     }
     w.last = nowMs;
-    // ring[head] is the oldest of the last `limit` calls
-    if (w.ring[w.head] != Long.MIN_VALUE && nowMs - w.ring[w.head] < windowMs) {
+    w.expire(nowMs, windowMs);
+    if (w.size >= limit) {
       return false;
     }
-    w.ring[w.head] = nowMs;
-    w.head = (w.head + 1) % limit;
+    w.add(nowMs, limit);
     return true;
   }
 
@@ -126,11 +150,11 @@ public final class SlidingWindowLimiter {
     if (w == null) {
       return 0;
     }
-    long oldest = w.ring[w.head];
-    if (oldest == Long.MIN_VALUE || nowMs - oldest >= windowMs) {
+    w.expire(nowMs, windowMs);
+    if (w.size < limit) {
       return 0;
     }
-    return windowMs - (nowMs - oldest);
+    return windowMs - (nowMs - w.oldest());
   }
 
   /** Keys tracked right now (metrics). */

@@ -304,15 +304,20 @@ public final class ReadStore implements AutoCloseable {
   }
 
   /** A page reader thread's own connection and statements. */
-  private record PageConnection(java.sql.Connection connection, java.sql.PreparedStatement begin,
+  private record PageConnection(java.sql.Connection connection, java.sql.Connection raw,
+      java.sql.PreparedStatement begin,
       java.sql.PreparedStatement commit, java.sql.PreparedStatement plan, java.sql.PreparedStatement fetch,
       java.sql.PreparedStatement head) {}
 
   private PageConnection pageConnection() throws SQLException {
     PageConnection c = pageConnection.get();
     if (c == null) {
-      java.sql.Connection conn = dataSource.getConnection();
-      c = new PageConnection(conn, conn.prepareStatement("BEGIN"), conn.prepareStatement("COMMIT"),
+      java.sql.Connection pooled = dataSource.getConnection();
+      // The statements live as long as the thread: prepared on the driver's own connection, because Agroal's wrappers
+      // keep every result set they hand out until their statement closes (measured: 139,000 of them after a minute
+      // of pulls, a heap leak).
+      java.sql.Connection conn = pooled.unwrap(org.sqlite.SQLiteConnection.class);
+      c = new PageConnection(pooled, conn, conn.prepareStatement("BEGIN"), conn.prepareStatement("COMMIT"),
           conn.prepareStatement("SELECT seq, bytes FROM items WHERE target_pubkey = ? AND seq > ? ORDER BY seq LIMIT ?"),
           conn.prepareStatement("SELECT seq, kind, item_id, sender_pubkey, wire, sender_host FROM items"
               + " WHERE target_pubkey = ? AND seq > ? AND seq <= ? ORDER BY seq"),

@@ -44,4 +44,25 @@ class SlidingWindowLimiterTest {
     assertThat(l.tryAcquire("192.0.2.1", 3)).isTrue();
     assertThat(l.tryAcquire("192.0.2.2", 4)).isTrue();
   }
+
+  @Test
+  void the_window_grows_with_use_and_keeps_exact_sliding_counts_across_its_wraps() {
+    SlidingWindowLimiter l = new SlidingWindowLimiter(6, 1000, 10);
+    for (int round = 0; round < 5; round++) { // the ring starts at 4 slots, grows to 6 and wraps many times
+      long t0 = round * 2000L;
+      for (int i = 0; i < 6; i++) {
+        assertThat(l.tryAcquire("k", t0 + i * 10)).as("round %d call %d", round, i).isTrue();
+      }
+      assertThat(l.tryAcquire("k", t0 + 100)).isFalse();
+      assertThat(l.msUntilAllowed("k", t0 + 100)).isEqualTo(900); // the oldest call (t0) leaves at t0 + 1000
+      assertThat(l.tryAcquire("k", t0 + 1000)).as("the oldest left the window").isTrue();
+      assertThat(l.tryAcquire("k", t0 + 1001)).isFalse();
+    }
+    // a lifted limit costs nothing until used: a million calls a minute for many keys is fine
+    SlidingWindowLimiter big = new SlidingWindowLimiter(1_000_000, 60_000, 100_000);
+    for (int k = 0; k < 50_000; k++) {
+      assertThat(big.tryAcquire("key" + k, 1)).isTrue();
+    }
+    assertThat(big.size()).isEqualTo(50_000);
+  }
 }
