@@ -87,7 +87,7 @@ class LostStoreIT {
     ChildRelay.Cli refused = serve(dir);
     assertThat(refused.exit()).as(refused.err()).isEqualTo(3);
     assertThat(refused.err()).contains("no store in " + dir + ": relay.db is missing although a store lived there"
-        + " (found relay.lock)").contains("--new-store");
+        + " (found relay.lock, relay.closed)").contains("--new-store");
     assertThat(dir.resolve("relay.db")).doesNotExist();
   }
 

@@ -75,6 +75,8 @@ public final class SqliteRelayStore implements RelayStore {
   private String lastIso;
   /** Targets that received an item in the open transaction (for long-poll pulls, after COMMIT). */
   private final Set<String> newItemTargets = new HashSet<>();
+  /** The store reported corruption while open: no clean-close marker is written for it. */
+  private boolean damaged;
   private java.util.function.Consumer<Set<String>> newItems = targets -> {};
   /** {@code meta.commits}: writer transactions committed in this store's life (issue 10 item 3, the watermark's count). */
   private long commits;
@@ -159,6 +161,12 @@ public final class SqliteRelayStore implements RelayStore {
     // no links, no empty relay.db, a new one 0600 (issue 10 item 4, 11 items 11-12)
     boolean created = StoreFiles.prepareDatabase(file);
     CommitWatermark.Verdict verdict = verifyWatermark(storeDir, file, created, acceptLostCommits);
+    boolean closedCleanly;
+    try {
+      closedCleanly = CleanClose.consume(file);
+    } catch (IOException e) {
+      throw new StoreOpenException("cannot remove the clean-close marker next to " + file + ": " + e.getMessage(), e);
+    }
     Connection conn;
     try {
       conn = DriverManager.getConnection(SqliteSettings.url(file), SqliteSettings.writer(busyTimeoutMs));
@@ -175,7 +183,11 @@ public final class SqliteRelayStore implements RelayStore {
         // the writer's page cache (default 2 MB): index pages of many targets stay hot across transactions
         st.execute("PRAGMA cache_size=" + SqliteSettings.WRITER_CACHE_KIB);
       }
-      StoreIntegrity.requireQuickCheck(conn, file); // a damaged store is refused, never served (issue 10 item 2)
+      if (closedCleanly) {
+        LOG.info("store closed cleanly and unchanged since: start-up integrity check skipped [file: {}]", file);
+      } else {
+        StoreIntegrity.requireQuickCheck(conn, file); // a damaged store is refused, never served (issue 10 item 2)
+      }
       SqliteRelayStore store = new SqliteRelayStore(file, conn, clock, limits, relayPubkey, null);
       store.openReport = store.initialise(heartbeatStaleMs, verdict);
       store.refreshIfChangedElsewhere(); // loads the enrolment cache
@@ -556,8 +568,12 @@ public final class SqliteRelayStore implements RelayStore {
       }
       rollbackQuietly();
       afterRollback();
-      throw e instanceof SQLException se ? classify("commit failed", se)
+      StoreException failure = e instanceof SQLException se ? classify("commit failed", se)
           : new StoreException(StoreException.Kind.INTERNAL, "transaction failed", e);
+      if (failure.kind() == StoreException.Kind.CORRUPT) {
+        damaged = true; // never vouch for this file at close
+      }
+      throw failure;
     } catch (Error e) {
       // An Error (OutOfMemoryError, StackOverflowError, ...) must not leave the only write connection inside an open
       // transaction: roll back, then let it propagate (the writer fails the batch and stops).
@@ -1635,14 +1651,18 @@ public final class SqliteRelayStore implements RelayStore {
       }
     }
     statements.clear();
+    boolean truncated = false;
     try {
-      try (Statement st = conn.createStatement()) {
-        st.execute("PRAGMA wal_checkpoint(TRUNCATE)");
+      try (Statement st = conn.createStatement(); ResultSet rs = st.executeQuery("PRAGMA wal_checkpoint(TRUNCATE)")) {
+        truncated = rs.next() && rs.getInt(1) == 0; // busy = 0: every frame is in the database, the WAL emptied
       }
     } catch (SQLException e) {
       LOG.debug("checkpoint at close failed", e);
     }
     closeQuietly(conn);
+    if (truncated && !damaged) {
+      CleanClose.record(file); // the next open may skip the start-up integrity check
+    }
   }
 
   private static void closeQuietly(Connection c) {

@@ -42,11 +42,11 @@ public final class StoreFiles {
   /** Entries the relay writes inside a store directory. */
   static final List<String> ENTRIES = List.of(SqliteSettings.DB_FILE, SqliteSettings.DB_FILE + "-wal",
       SqliteSettings.DB_FILE + "-shm", SqliteSettings.DB_FILE + "-journal", StoreLock.FILE, StoreLock.FILE + "-journal",
-      "relay.key", ROLLBACK_DIR, CommitWatermark.FILE);
+      "relay.key", ROLLBACK_DIR, CommitWatermark.FILE, CleanClose.FILE);
 
   /** Left only by a store that existed: their presence without a {@code relay.db} means the store was lost. */
   private static final List<String> TRACES = List.of(StoreLock.FILE, SqliteSettings.DB_FILE + "-wal",
-      SqliteSettings.DB_FILE + "-shm", ROLLBACK_DIR);
+      SqliteSettings.DB_FILE + "-shm", ROLLBACK_DIR, CleanClose.FILE);
 
   private static final Set<PosixFilePermission> OTHERS_WRITE =
       EnumSet.of(PosixFilePermission.GROUP_WRITE, PosixFilePermission.OTHERS_WRITE);
