@@ -137,6 +137,8 @@ public final class RelayMetrics implements AutoCloseable {
   public static final String BODY_BUDGET_USED = "mbxrelay.http.body.budget.used";
   /** Counter: requests refused 503 because the body budget was full. */
   public static final String BODY_BUDGET_REFUSED = "mbxrelay.http.body.budget.refused";
+  /** Gauge: live (not revoked) enrolments. */
+  public static final String ENROLMENTS_LIVE = "mbxrelay.enrolments.live";
   /** Gauge: long-poll pulls waiting for an item (issue 9). */
   public static final String PULL_WAITING = "mbxrelay.pull.waiting";
   /** Gauge: wire bytes of pull pages held while being written, bytes (issue 10 item 12). */
@@ -210,6 +212,7 @@ public final class RelayMetrics implements AutoCloseable {
   private volatile BooleanSupplier ready = () -> false;
   private volatile LongSupplier replayCacheSize = () -> 0;
   private volatile LongSupplier pullWaiting = () -> 0;
+  private volatile LongSupplier liveEnrolments = () -> 0;
   private volatile LongSupplier bodyBudgetUsed = () -> 0;
   private volatile LongSupplier bodyBudgetRefused = () -> 0;
   private volatile LongSupplier pageBytesHeld = () -> 0;
@@ -307,6 +310,8 @@ public final class RelayMetrics implements AutoCloseable {
         .description("request body bytes held in memory").register(registry);
     FunctionCounter.builder(BODY_BUDGET_REFUSED, this, x -> x.bodyBudgetRefused.getAsLong())
         .description("requests refused because the body budget was full").register(registry);
+    Gauge.builder(ENROLMENTS_LIVE, () -> liveEnrolments.getAsLong()).description("live enrolments")
+        .register(registry);
     Gauge.builder(PULL_WAITING, () -> pullWaiting.getAsLong()).description("long-poll pulls waiting for an item")
         .register(registry);
     Gauge.builder(PULL_PAGE_BYTES_HELD, () -> pageBytesHeld.getAsLong()).baseUnit("bytes")
@@ -570,6 +575,15 @@ public final class RelayMetrics implements AutoCloseable {
   }
 
   // ---- replay cache and JWKS (bound by their owners) ----
+
+  /**
+   * Binds the live-enrolments gauge (until bound it reads 0).
+   *
+   * @param live live enrolments now (counted on each scrape)
+   */
+  public void bindLiveEnrolments(LongSupplier live) {
+    this.liveEnrolments = Objects.requireNonNull(live);
+  }
 
   /**
    * Binds the body budget's gauge and counter (until bound they read 0).

@@ -214,6 +214,7 @@ public final class RelayServer implements AutoCloseable {
       io.mbxrelay.server.PageBudget pageBudget = new io.mbxrelay.server.PageBudget(config.http().pageBytesInFlight());
       io.mbxrelay.http.BodyBudget bodyBudget = new io.mbxrelay.http.BodyBudget(config.http().bodyBudgetBytes());
       m.bindPulls(waiters::waiting, pageBudget::held);
+      m.bindLiveEnrolments(store.enrolments()::liveCount);
       m.bindBodyBudget(bodyBudget::used, bodyBudget::refused);
       RelayServices services = new RelayServices(config, relayKey, store.epoch(), version(), reads, store.enrolments(),
           new StoreClient(vertx, config.store().writerTimeoutMs()),
@@ -333,6 +334,11 @@ public final class RelayServer implements AutoCloseable {
   /** The bound admin port ({@code /metrics}, {@code /health}, {@code /ready}). */
   public int adminPort() {
     return adminPort;
+  }
+
+  /** The write path (tests drive the writer directly through it). */
+  public StoreClient writes() {
+    return services.writes();
   }
 
   /** The in-flight request body budget (tests, gauges). */

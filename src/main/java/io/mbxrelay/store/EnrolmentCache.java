@@ -56,7 +56,7 @@ public final class EnrolmentCache {
     return all.size() <= limit ? all : all.subList(0, limit);
   }
 
-  /** Number of live enrolments (a gauge; O(n), call it from a scrape or a timer only). */
+  /** Number of live enrolments (the {@code mbxrelay_enrolments_live} gauge; O(n), for a scrape or a timer only). */
   public long liveCount() {
     return byKey.values().stream().filter(Enrolment::live).count();
   }

@@ -99,6 +99,19 @@ class RelayMetricsHttpTest {
   }
 
   @Test
+  void live_enrolments_are_a_gauge_that_follows_enrolment_and_revocation() throws Exception {
+    double before = Scrape.of(relay.adminUrl()).value("mbxrelay_enrolments_live");
+    TestHost a = host("l-alpha");
+    host("l-beta");
+    assertThat(Scrape.of(relay.adminUrl()).value("mbxrelay_enrolments_live")).isEqualTo(before + 2);
+    io.mbxrelay.store.DenyOutcome d = relay.server.writes()
+        .send(new io.mbxrelay.store.StoreCommand.Deny("host_fp", a.key.fingerprint(), "test"))
+        .toCompletionStage().toCompletableFuture().get(10, java.util.concurrent.TimeUnit.SECONDS);
+    assertThat(d.revoked()).isEqualTo(1);
+    assertThat(Scrape.of(relay.adminUrl()).value("mbxrelay_enrolments_live")).isEqualTo(before + 1);
+  }
+
+  @Test
   void pull_pages_items_and_acks_by_outcome_move_their_counters() throws Exception {
     TestHost a = host("p-alpha");
     TestHost b = host("p-beta");
