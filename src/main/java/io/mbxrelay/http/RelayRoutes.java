@@ -1167,7 +1167,10 @@ public final class RelayRoutes {
           return;
         }
         boolean waiting = unregister != null && timer != -1 && System.nanoTime() < deadlineNanos;
-        if (page.items().isEmpty() && waiting) {
+        if (!page.damaged().isEmpty()) {
+          setAside(target, page.damaged());
+        }
+        if (page.items().isEmpty() && page.damaged().isEmpty() && waiting) {
           if (wokenWhileReading) {
             read(false); // an item committed while this read ran
           }
@@ -1219,7 +1222,7 @@ public final class RelayRoutes {
     resp.write("{\"epoch\":" + Json.stringify(Json.MAPPER.getNodeFactory().textNode(s.epoch()))
         + ",\"head_seq\":" + page.headSeq() + ",\"items\":[");
     java.util.Iterator<ReadStore.PulledItem> items = page.items().iterator();
-    long last = page.items().isEmpty() ? after : page.items().get(page.items().size() - 1).seq();
+    long last = page.throughSeq() >= 0 ? page.throughSeq() : after; // past withheld damaged rows too
     String tail = "],\"last_seq\":" + last + ",\"more\":" + page.more() + "}";
     new Object() {
       boolean first = true;
@@ -1249,6 +1252,19 @@ public final class RelayRoutes {
         resp.end(tail).onComplete(ar -> release.run());
       }
     }.next();
+  }
+
+  /**
+   * Damaged rows a page read found (issue 10 item 1): counted, logged without their content, and moved out of the
+   * queue by the writer, so the host is never served them and is not stopped by them (the page's {@code last_seq}
+   * already covers them).
+   */
+  void setAside(String target, List<Long> seqs) {
+    s.metrics().damagedItems(seqs.size());
+    WARN.warn("damaged item", "pull withheld damaged items [count: {}] [target: {}]: wire does not match its hash",
+        seqs.size(), io.mbxrelay.crypto.Fingerprint.ofB64(target));
+    s.writes().send(new StoreCommand.SetAsideDamaged(target, seqs)).onFailure(e -> WARN.warn("set aside failed",
+        "damaged items not set aside yet [error: {}]: the next pull finds them again", e.toString()));
   }
 
   /** A pull answer's write-queue mark, bytes: above it, the next item waits until the client read. */

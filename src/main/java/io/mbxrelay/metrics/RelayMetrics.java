@@ -137,6 +137,8 @@ public final class RelayMetrics implements AutoCloseable {
   public static final String BODY_BUDGET_USED = "mbxrelay.http.body.budget.used";
   /** Counter: requests refused 503 because the body budget was full. */
   public static final String BODY_BUDGET_REFUSED = "mbxrelay.http.body.budget.refused";
+  /** Counter: items a pull withheld because their wire no longer matched their hash (issue 10 item 1). */
+  public static final String PULL_ITEMS_DAMAGED = "mbxrelay.pull.items.damaged";
   /** Gauge: live (not revoked) enrolments. */
   public static final String ENROLMENTS_LIVE = "mbxrelay.enrolments.live";
   /** Gauge: long-poll pulls waiting for an item (issue 9). */
@@ -213,6 +215,7 @@ public final class RelayMetrics implements AutoCloseable {
   private volatile LongSupplier replayCacheSize = () -> 0;
   private volatile LongSupplier pullWaiting = () -> 0;
   private volatile LongSupplier liveEnrolments = () -> 0;
+  private Counter damagedItems;
   private volatile LongSupplier bodyBudgetUsed = () -> 0;
   private volatile LongSupplier bodyBudgetRefused = () -> 0;
   private volatile LongSupplier pageBytesHeld = () -> 0;
@@ -310,6 +313,8 @@ public final class RelayMetrics implements AutoCloseable {
         .description("request body bytes held in memory").register(registry);
     FunctionCounter.builder(BODY_BUDGET_REFUSED, this, x -> x.bodyBudgetRefused.getAsLong())
         .description("requests refused because the body budget was full").register(registry);
+    damagedItems = Counter.builder(PULL_ITEMS_DAMAGED)
+        .description("items withheld from a pull: wire does not match its hash").register(registry);
     Gauge.builder(ENROLMENTS_LIVE, () -> liveEnrolments.getAsLong()).description("live enrolments")
         .register(registry);
     Gauge.builder(PULL_WAITING, () -> pullWaiting.getAsLong()).description("long-poll pulls waiting for an item")
@@ -575,6 +580,15 @@ public final class RelayMetrics implements AutoCloseable {
   }
 
   // ---- replay cache and JWKS (bound by their owners) ----
+
+  /**
+   * Counts items a pull withheld as damaged.
+   *
+   * @param n items
+   */
+  public void damagedItems(int n) {
+    damagedItems.increment(n);
+  }
 
   /**
    * Binds the live-enrolments gauge (until bound it reads 0).

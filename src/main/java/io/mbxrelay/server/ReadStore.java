@@ -164,10 +164,19 @@ public final class ReadStore implements AutoCloseable {
    * A pull page (wire.md §3 pull v2).
    *
    * @param headSeq last allocated seq for the target
-   * @param items items in seq order
+   * @param items items in seq order, without the damaged ones
    * @param more true when rows beyond the page exist
+   * @param throughSeq the last seq the page covers (its answer's {@code last_seq}), the seq of its last row even when
+   *     that row was withheld; -1 when the page covers nothing
+   * @param damaged seqs of rows whose wire no longer matches their stored {@code wire_hash} (issue 10 item 1): never
+   *     served; the caller sets them aside
    */
-  public record Page(long headSeq, List<PulledItem> items, boolean more) {
+  public record Page(long headSeq, List<PulledItem> items, boolean more, long throughSeq, List<Long> damaged) {
+
+    /** A page with nothing withheld: {@code throughSeq} is its last item's seq (or none). */
+    public Page(long headSeq, List<PulledItem> items, boolean more) {
+      this(headSeq, items, more, items.isEmpty() ? -1 : items.get(items.size() - 1).seq(), List.of());
+    }
 
     /** The items' wire bytes (what the page holds in memory), bytes. */
     public long wireBytes() {
@@ -225,7 +234,7 @@ public final class ReadStore implements AutoCloseable {
         long free = budget.free();
         Page page = readPage(target, after, limit, Math.max(1, Math.min(maxBytes, free)));
         if (page.items().isEmpty()) {
-          return page;
+          return page; // holds nothing (a page of only damaged rows still moves the host past them)
         }
         if (free <= 0) {
           throw new PageBudgetExhausted();
@@ -281,13 +290,21 @@ public final class ReadStore implements AutoCloseable {
         }
       }
       List<PulledItem> items = new ArrayList<>(n);
+      List<Long> damaged = List.of();
       if (n > 0) {
         c.fetch.setString(1, target);
         c.fetch.setLong(2, after);
         c.fetch.setLong(3, through);
         try (java.sql.ResultSet rs = c.fetch.executeQuery()) {
           while (rs.next()) {
-            items.add(new PulledItem(rs.getLong(1), rs.getString(2), rs.getString(3), rs.getString(4), rs.getBytes(5),
+            byte[] wire = rs.getBytes(5);
+            // never serve bytes that are not what was accepted (issue 10 item 1): ~1 µs per KiB
+            if (!io.mbxrelay.wire.Hashes.sha256Hex(wire).equals(rs.getString(7))) {
+              damaged = damaged.isEmpty() ? new ArrayList<>() : damaged;
+              damaged.add(rs.getLong(1));
+              continue;
+            }
+            items.add(new PulledItem(rs.getLong(1), rs.getString(2), rs.getString(3), rs.getString(4), wire,
                 rs.getString(6)));
           }
         }
@@ -297,7 +314,7 @@ public final class ReadStore implements AutoCloseable {
       try (java.sql.ResultSet rs = c.head.executeQuery()) {
         head = rs.next() ? rs.getLong(1) - 1 : 0;
       }
-      return new Page(head, items, fetched > items.size());
+      return new Page(head, items, fetched > n, n > 0 ? through : -1, damaged);
     } finally {
       c.commit.execute();
     }
@@ -319,7 +336,7 @@ public final class ReadStore implements AutoCloseable {
       java.sql.Connection conn = pooled.unwrap(org.sqlite.SQLiteConnection.class);
       c = new PageConnection(pooled, conn, conn.prepareStatement("BEGIN"), conn.prepareStatement("COMMIT"),
           conn.prepareStatement("SELECT seq, bytes FROM items WHERE target_pubkey = ? AND seq > ? ORDER BY seq LIMIT ?"),
-          conn.prepareStatement("SELECT seq, kind, item_id, sender_pubkey, wire, sender_host FROM items"
+          conn.prepareStatement("SELECT seq, kind, item_id, sender_pubkey, wire, sender_host, wire_hash FROM items"
               + " WHERE target_pubkey = ? AND seq > ? AND seq <= ? ORDER BY seq"),
           conn.prepareStatement("SELECT next_seq FROM seqs WHERE target_pubkey = ?"));
       pageConnection.set(c);

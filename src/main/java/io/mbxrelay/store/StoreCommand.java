@@ -17,7 +17,7 @@ public sealed interface StoreCommand<R>
     StoreCommand.PublishSenders, StoreCommand.PublishEncAdV1, StoreCommand.PublishEncAdV2, StoreCommand.Rotate,
     StoreCommand.Deny, StoreCommand.Undeny,
     // v1 compatibility (wire.md §3 "v1 endpoints")
-    StoreCommand.PushV1, StoreCommand.AckV1 {
+    StoreCommand.PushV1, StoreCommand.AckV1, StoreCommand.SetAsideDamaged {
 
   /**
    * How many rows this command may write, for the writer's group-commit bound ({@code store.writerBatchMaxItems}).
@@ -307,4 +307,20 @@ public sealed interface StoreCommand<R>
    * @param cursor the floored cursor, or empty when it is not a number (then 0)
    */
   record AckV1(String targetPubkey, OptionalLong cursor) implements StoreCommand<Long> {}
+
+  /**
+   * Moves items whose stored wire no longer matches their {@code wire_hash} out of the queue into
+   * {@code damaged_items} (issue 10 item 1), after checking the hash again on the writer's connection: a pull never
+   * serves such bytes, and one damaged row must not stop its host's queue. The dedup rows stay (a retry by the sender
+   * is still a duplicate: the sender learns from the missing delivery receipt, as for any loss). Result: rows moved.
+   *
+   * @param targetPubkey the host whose queue held them
+   * @param seqs their seqs
+   */
+  record SetAsideDamaged(String targetPubkey, List<Long> seqs) implements StoreCommand<Integer> {
+    public SetAsideDamaged {
+      Objects.requireNonNull(targetPubkey);
+      seqs = List.copyOf(seqs);
+    }
+  }
 }

@@ -75,6 +75,15 @@ final class Schema {
   static final String SENDER_TOTALS = "CREATE TABLE IF NOT EXISTS sender_totals(sender_pubkey TEXT PRIMARY KEY,"
       + " items INTEGER NOT NULL, bytes INTEGER NOT NULL)";
 
+  /**
+   * Items set aside because their wire no longer matched their {@code wire_hash} when a pull read them (issue 10 item
+   * 1): kept for the operator, never served. The columns of {@code items} plus when it was found.
+   */
+  static final String DAMAGED_ITEMS = "CREATE TABLE IF NOT EXISTS damaged_items(target_pubkey TEXT NOT NULL,"
+      + " seq INTEGER NOT NULL, kind TEXT NOT NULL, item_id TEXT NOT NULL, sender_pubkey TEXT NOT NULL,"
+      + " sender_host TEXT NOT NULL, wire_hash TEXT NOT NULL, bytes INTEGER NOT NULL, accepted_at TEXT NOT NULL,"
+      + " expires_at TEXT, wire BLOB NOT NULL, found_at TEXT NOT NULL)";
+
   /** Recomputes {@code sender_totals} from {@code items} (one pass over the table). */
   static final List<String> SENDER_TOTALS_BACKFILL = List.of(
       "DELETE FROM sender_totals",

@@ -455,6 +455,7 @@ public final class SqliteRelayStore implements RelayStore {
       }
       st.execute(Schema.QUEUE_USAGE);
       st.execute(Schema.SENDER_TOTALS);
+      st.execute(Schema.DAMAGED_ITEMS);
       if (!usageExisted || olderWriter) {
         for (String sql : Schema.QUEUE_USAGE_BACKFILL) {
           st.execute(sql);
@@ -780,6 +781,8 @@ public final class SqliteRelayStore implements RelayStore {
     } else if (command instanceof StoreCommand.LogOp op) {
       addOp(op.op(), op.receiptJson());
       return true;
+    } else if (command instanceof StoreCommand.SetAsideDamaged d) {
+      return setAsideDamaged(d);
     } else if (command instanceof StoreCommand.Probe) {
       throw new IllegalArgumentException("a probe runs outside transactions (probeWriter)");
     }
@@ -1459,6 +1462,50 @@ public final class SqliteRelayStore implements RelayStore {
     ps.setString(1, pd.beforeIso());
     ps.setInt(2, pd.maxRows());
     return ps.executeUpdate();
+  }
+
+  // ---- damaged items (issue 10 item 1) ----
+
+  private int setAsideDamaged(StoreCommand.SetAsideDamaged d) throws SQLException {
+    Enrolment target = enrolmentRow(d.targetPubkey())
+        .orElse(new Enrolment(d.targetPubkey(), "", "", null, null, "", ""));
+    PreparedStatement read = statement("SELECT wire, wire_hash FROM items WHERE target_pubkey=? AND seq=?");
+    PreparedStatement keep = statement("INSERT INTO damaged_items(target_pubkey, seq, kind, item_id, sender_pubkey,"
+        + " sender_host, wire_hash, bytes, accepted_at, expires_at, wire, found_at) SELECT target_pubkey, seq, kind,"
+        + " item_id, sender_pubkey, sender_host, wire_hash, bytes, accepted_at, expires_at, wire, ? FROM items"
+        + " WHERE target_pubkey=? AND seq=?");
+    PreparedStatement delete = statement("DELETE FROM items WHERE target_pubkey=? AND seq=? RETURNING sender_pubkey,"
+        + " bytes");
+    String now = IsoTime.format(clock.millis());
+    int moved = 0;
+    for (long seq : d.seqs()) {
+      read.setString(1, d.targetPubkey());
+      read.setLong(2, seq);
+      boolean damagedNow;
+      try (ResultSet rs = read.executeQuery()) {
+        damagedNow = rs.next() && !io.mbxrelay.wire.Hashes.sha256Hex(rs.getBytes(1)).equals(rs.getString(2));
+      }
+      if (!damagedNow) {
+        continue; // gone already (acked, expired) or the reader was wrong: nothing to do
+      }
+      keep.setString(1, now);
+      keep.setString(2, d.targetPubkey());
+      keep.setLong(3, seq);
+      keep.executeUpdate();
+      delete.setString(1, d.targetPubkey());
+      delete.setLong(2, seq);
+      try (ResultSet rs = delete.executeQuery()) {
+        while (rs.next()) {
+          countRows(target, rs.getString(1), -1, -rs.getLong(2));
+        }
+      }
+      moved++;
+    }
+    if (moved > 0) {
+      LOG.error("damaged items set aside [count: {}]: their wire no longer matches the hash accepted; see damaged_items",
+          moved);
+    }
+    return moved;
   }
 
   // ---- ack (wire.md §3 ack v2) ----
