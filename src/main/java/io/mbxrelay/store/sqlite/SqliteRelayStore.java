@@ -800,6 +800,9 @@ public final class SqliteRelayStore implements RelayStore {
       if (command instanceof StoreCommand.PublishSenders p) {
         state.removeAllowlist(p.targetPubkey());
       } else if (command instanceof StoreCommand.Rotate r) {
+        if (!(trustResult instanceof io.mbxrelay.store.RotateOutcome.Moved)) {
+          return trustResult; // refused: nothing moved, so usage, totals and waiters stay as they are
+        }
         newItemTargets.add(r.newPub());
         recountUsage(r.oldPub()); // the queue moved by SQL of its own
         recountUsage(r.newPub());

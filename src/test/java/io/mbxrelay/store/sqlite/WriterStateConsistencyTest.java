@@ -56,6 +56,7 @@ class WriterStateConsistencyTest {
       keys.add(Ed25519KeyPair.generate().publicKeyB64());
     }
     Random random = new Random(42);
+    retired.clear();
     try (SqliteRelayStore warm = SqliteRelayStore.open(warmDir, relayKey, warmClock, limits, 5000, 0)) {
       SqliteRelayStore.open(coldDir, relayKey, coldClock, limits, 5000, 0).close();
       List<StoreCommand<?>> setup = new ArrayList<>();
@@ -91,7 +92,7 @@ class WriterStateConsistencyTest {
       // the history went through every path the in-memory state must follow
       assertThat(seen).as("outcomes seen").containsKeys("fresh", "fresh multi-target", "duplicate", "rejected quota",
           "rejected conflict", "rejected sender", "rejected sender total", "rejected store full", "ack deleted",
-          "rotated", "swept");
+          "rotated", "rotation refused", "denied a live host", "swept");
     }
     assertUsageMatchesItems(coldDir.resolve(SqliteSettings.DB_FILE));
   }
@@ -103,6 +104,9 @@ class WriterStateConsistencyTest {
       cold.execute(commands);
     }
   }
+
+  /** Keys revoked by an applied (or attempted) rotation: a later rotation onto one is refused. */
+  private static final List<String> retired = new ArrayList<>();
 
   private static StoreCommand<?> randomCommand(Random r, List<String> keys, List<StoreCommand.Push> history,
       String epoch, long nowMs) {
@@ -148,13 +152,29 @@ class WriterStateConsistencyTest {
       return new StoreCommand.PublishSenders(sender, senders, "2026-01-01T00:00:0" + r.nextInt(10) + ".000Z",
           1_767_225_600_000L + r.nextInt(10) * 1000L, "{}", "sig");
     }
+    if (kind < 87) { // refused rotations: nothing may move (onto a revoked key, a key not enrolled, another name)
+      int which = r.nextInt(3);
+      if (which == 0 && !retired.isEmpty()) {
+        return new StoreCommand.Rotate(sender, retired.get(r.nextInt(retired.size())),
+            NAMES[keys.indexOf(sender) % NAMES.length]);
+      }
+      if (which == 1) {
+        return new StoreCommand.Rotate(Ed25519KeyPair.generate().publicKeyB64(),
+            Ed25519KeyPair.generate().publicKeyB64(), "nobody");
+      }
+      return new StoreCommand.Rotate(sender, Ed25519KeyPair.generate().publicKeyB64(), "not-" + NAMES[0]);
+    }
     if (kind < 90) {
       int i = keys.indexOf(sender);
+      retired.add(sender);
       String fresh = Ed25519KeyPair.generate().publicKeyB64();
       keys.set(i, fresh); // later commands use the new key; the old one is revoked if the rotation applied
       return new StoreCommand.Rotate(sender, fresh, NAMES[i % NAMES.length]);
     }
-    if (kind < 92) {
+    if (kind < 92) { // mostly no match; now and then a live host's key (revoked with its queue left in place)
+      if (r.nextInt(4) == 0) {
+        return new StoreCommand.Deny("host_fp", io.mbxrelay.crypto.Fingerprint.ofB64(sender), "test");
+      }
       return new StoreCommand.Deny("client_id", "nobody-" + r.nextInt(3), "test");
     }
     return new StoreCommand.Enrol(NAMES[keys.indexOf(sender) % NAMES.length], sender, "", null, null);
@@ -176,6 +196,10 @@ class WriterStateConsistencyTest {
           k = "ack deleted";
         } else if (r.value() instanceof io.mbxrelay.store.RotateOutcome.Moved) {
           k = "rotated";
+        } else if (r.value() instanceof io.mbxrelay.store.RotateOutcome) {
+          k = "rotation refused";
+        } else if (r.value() instanceof io.mbxrelay.store.DenyOutcome d && d.revoked() > 0) {
+          k = "denied a live host";
         } else if (r.value() instanceof io.mbxrelay.store.SweepCounts sc && sc.rows() > 0) {
           k = "swept";
         }
