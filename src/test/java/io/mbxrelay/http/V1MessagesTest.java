@@ -120,6 +120,33 @@ class V1MessagesTest {
   }
 
   @Test
+  void a_v1_envelope_refused_on_a_later_recipient_leaves_the_earlier_recipients_head_where_it_was(@TempDir Path dir)
+      throws Exception {
+    MutableClock clock = MutableClock.now();
+    try (RelayHarness r = RelayHarness.start(dir, Map.of("MBX_RELAY_LIMITS_MAX_SENDER_ITEMS", "1"), clock,
+        Ed25519KeyPair.generate())) {
+      TestHost a = new TestHost(r.url(), "alpha").enrol();
+      TestHost b = new TestHost(r.url(), "beta").enrol();
+      new TestHost(r.url(), "gamma").enrol();
+      a.clock = clock::millis;
+      b.clock = clock::millis;
+      assertThat(v1(r, a, "POST", "/v1/relay/messages", batch(envelope(Envelopes.newId(), "g@gamma"))).raw())
+          .isEqualTo("{\"stored\":1}");
+      String headBefore = b.pull(0, null, null).json().get("head_seq").toString();
+      clock.advance(5);
+      ObjectNode both = envelope(Envelopes.newId(), "b@beta");
+      ((com.fasterxml.jackson.databind.node.ArrayNode) both.get("to")).add("g@gamma");
+      Http.Resp refused = v1(r, a, "POST", "/v1/relay/messages", batch(both));
+      assertThat(refused.status()).isEqualTo(413);
+      assertThat(refused.raw()).isEqualTo("{\"stored\":0,\"error\":\"sender share exceeded for gamma\"}");
+      Http.Resp page = b.pull(0, null, null);
+      assertThat(page.json().get("items")).isEmpty();
+      assertThat(page.json().get("head_seq").toString()).as("beta's head after the refused envelope")
+          .isEqualTo(headBefore);
+    }
+  }
+
+  @Test
   void v1_and_v2_share_dedup_and_the_target_allowlist(@TempDir Path dir) throws Exception {
     try (RelayHarness r = RelayHarness.start(dir)) {
       TestHost a = new TestHost(r.url(), "alpha").enrol();

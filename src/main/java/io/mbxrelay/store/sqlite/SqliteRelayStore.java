@@ -1344,12 +1344,15 @@ public final class SqliteRelayStore implements RelayStore {
     }
     long now = clock.millis();
     String nowIso = iso(now);
+    java.util.Map<String, Long> seqBefore = new java.util.HashMap<>(4);
     for (int i : missing) {
       StoreCommand.V1Target t = p.targets().get(i);
       String quota = quotaFailure(p.senderPubkey(), enrolled.get(i), p.wire().length);
       if (quota != null) {
+        seqBefore.forEach(state.nextSeq::put); // all or nothing, seqs too: earlier targets' heads stay where they were
         throw new V1Rejected(quota);
       }
+      seqBefore.putIfAbsent(t.hostPubkey(), nextSeq(t.hostPubkey()));
       long seq = allocateSeq(t.hostPubkey(), now);
       insertItem(t.hostPubkey(), seq, "envelope", p.envelopeId(), p.senderPubkey(), p.senderHost(), p.wire(),
           p.wireHash(), nowIso, null);
