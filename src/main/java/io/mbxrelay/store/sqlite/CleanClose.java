@@ -14,8 +14,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * The clean-close marker {@code relay.closed} (issue 9 goal 5: restart to ready in 2 s with a million items). The
  * start-up integrity check (issue 10 item 2, {@link StoreIntegrity#requireQuickCheck}) reads every page: about 1.1 s
- * for a 1.8 GB store. A relay that closed its store cleanly — WAL checkpointed and truncated, connection closed —
- * writes the database file's identity (size, modification time in ns, file key); the next open deletes the marker
+ * for a 1.8 GB store. A relay that closed its store cleanly — WAL checkpointed and truncated, {@code quick_check}
+ * passed at close (so damage done while it ran is caught then, not vouched for), connection closed — writes the database file's identity (size, modification time in ns, file key); the next open deletes the marker
  * (durably, before anything is written) and skips the check only when the file is still exactly that file and no WAL
  * waits. After a crash, a kill, a restore, or any change to {@code relay.db} made while the relay was stopped (a
  * flipped byte changes the modification time), the marker is absent or does not match and the check runs.

@@ -97,6 +97,27 @@ class CleanCloseTest {
   }
 
   @Test
+  void damage_done_while_the_store_was_open_is_not_vouched_for_by_its_clean_close(@TempDir Path dir)
+      throws Exception {
+    try (SqliteRelayStore s = open(dir)) {
+      fill(s);
+    }
+    Path db = dir.resolve("relay.db");
+    long page = itemsLeafPage(db);
+    try (SqliteRelayStore s = open(dir)) { // the start-up check passes; then another process flips the page
+      try (RandomAccessFile f = new RandomAccessFile(db.toFile(), "rw")) {
+        f.seek((page - 1) * 4096 + 3);
+        f.write(0x7f);
+        f.write(0xff);
+      }
+    }
+    assertThat(dir.resolve(CleanClose.FILE)).as("no marker for a store that fails quick_check at close")
+        .doesNotExist();
+    assertThatThrownBy(() -> open(dir)).isInstanceOf(StoreRefusedException.class)
+        .hasMessageContaining("integrity check");
+  }
+
+  @Test
   void without_a_marker_the_start_up_check_runs(@TempDir Path dir) throws Exception {
     try (SqliteRelayStore s = open(dir)) {
       fill(s);
