@@ -215,6 +215,14 @@ public final class ConfigLoader {
           + c.http().maxInFlightBodyBytes() + ")");
     }
     range(v, "http.maxInFlightBodyBytes", c.http().maxInFlightBodyBytes(), 0, 1L << 40);
+    if (c.http().maxInFlightBodyBytesPerClient() != 0
+        && c.http().maxInFlightBodyBytesPerClient() < c.http().maxBodyBytes()) {
+      v.add("http.maxInFlightBodyBytesPerClient must be 0 (a quarter of the body budget) or at least"
+          + " http.maxBodyBytes (" + c.http().maxBodyBytes() + "), or the largest allowed body could never be read (is "
+          + c.http().maxInFlightBodyBytesPerClient() + ")");
+    }
+    range(v, "http.maxInFlightBodyBytesPerClient", c.http().maxInFlightBodyBytesPerClient(), 0, 1L << 40);
+    range(v, "http.maxPageBytesInFlightPerClient", c.http().maxPageBytesInFlightPerClient(), 0, 1L << 40);
     range(v, "http.maxConcurrentStreams", c.http().maxConcurrentStreams(), 1, 1000);
     range(v, "store.readPoolSize", c.store().readPoolSize(), 1, 64);
     range(v, "store.writerBatchMax", c.store().writerBatchMax(), 1, 10_000);

@@ -49,9 +49,34 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    * @param maxConcurrentStreams HTTP/2 streams one connection may have open at once (when {@code h2c} is on)
    * @param maxPageBytesInFlight pull page wire bytes held in memory at once over all connections, bytes; 0 = an eighth
    *     of the heap (at least 16 MiB)
+   * @param maxInFlightBodyBytesPerClient the most of the body budget one client address holds at once, bytes; 0 = a
+   *     quarter of the budget, at least two largest bodies ({@link #bodyBytesPerClient()})
+   * @param maxPageBytesInFlightPerClient the most of the page budget one client address holds at once, bytes; 0 = a
+   *     quarter of the budget, at least two largest pages ({@link #pageBytesPerClient(int)})
    */
   public record Http(int instances, int maxBodyBytes, int maxSmallBodyBytes, long requestTimeoutMs, long idleTimeoutMs,
-      long maxInFlightBodyBytes, boolean h2c, int maxConcurrentStreams, long maxPageBytesInFlight) {
+      long maxInFlightBodyBytes, boolean h2c, int maxConcurrentStreams, long maxPageBytesInFlight,
+      long maxInFlightBodyBytesPerClient, long maxPageBytesInFlightPerClient) {
+
+    /** The body budget's per-client share in force, bytes (never more than the budget). */
+    public long bodyBytesPerClient() {
+      long budget = bodyBudgetBytes();
+      long share = maxInFlightBodyBytesPerClient > 0 ? maxInFlightBodyBytesPerClient
+          : Math.max(2L * maxBodyBytes, budget / 4);
+      return Math.min(budget, share);
+    }
+
+    /**
+     * The page budget's per-client share in force, bytes (never more than the budget).
+     *
+     * @param maxPullBytes stored bytes per pull page ({@code limits.maxPullBytes})
+     */
+    public long pageBytesPerClient(int maxPullBytes) {
+      long budget = pageBytesInFlight();
+      long share = maxPageBytesInFlightPerClient > 0 ? maxPageBytesInFlightPerClient
+          : Math.max(2L * maxPullBytes, budget / 4);
+      return Math.min(budget, share);
+    }
 
     /** {@link #maxPageBytesInFlight} with its default applied, bytes. */
     public long pageBytesInFlight() {

@@ -83,7 +83,8 @@ public final class RelayRoutes {
 
   /** @param services shared services (a body budget of its own; tests that build routes by hand) */
   public RelayRoutes(RelayServices services) {
-    this(services, new BodyBudget(services.config().http().bodyBudgetBytes()));
+    this(services, new BodyBudget(services.config().http().bodyBudgetBytes(),
+        services.config().http().bodyBytesPerClient()));
   }
 
   /**
@@ -239,7 +240,7 @@ public final class RelayRoutes {
       }
       return;
     }
-    Taken taken = new Taken(get ? null : budget);
+    Taken taken = new Taken(get ? null : budget, get ? null : clientKey(req));
     if (declared > 0 && !taken.take(declared)) {
       refuseUnread(ctx.vertx(), req, BUSY.status(), BUSY.body(), 1, declared);
       return;
@@ -321,17 +322,19 @@ public final class RelayRoutes {
    */
   private static final class Taken {
     private final BodyBudget budget;
+    private final String client;
     private long bytes;
 
-    Taken(BodyBudget budget) {
+    Taken(BodyBudget budget, String client) {
       this.budget = budget;
+      this.client = client;
     }
 
     boolean take(long n) {
       if (budget == null) {
         return true;
       }
-      if (!budget.tryTake(n)) {
+      if (!budget.tryTake(client, n)) {
         return false;
       }
       bytes += n;
@@ -340,10 +343,21 @@ public final class RelayRoutes {
 
     void release() {
       if (bytes > 0) {
-        budget.release(bytes);
+        budget.release(client, bytes);
         bytes = 0;
       }
     }
+  }
+
+  /**
+   * The client a request's bytes are counted against in the shared budgets: its rate key (the address, or the
+   * forwarded one behind a trusted proxy; IPv6 by prefix).
+   */
+  private String clientKey(HttpServerRequest req) {
+    String socket = req.remoteAddress() == null ? "unknown" : req.remoteAddress().hostAddress();
+    String addr = s.clientAddress().resolve(socket, req.getHeader("x-forwarded-for"),
+        req.getHeader("cf-connecting-ip"));
+    return io.mbxrelay.auth.ClientAddress.rateKey(addr, s.config().trust().ipv6PrefixBits());
   }
 
   /** An answer decided from the headers alone: status, body and the {@code Retry-After} seconds (0 = none). */
@@ -1091,6 +1105,7 @@ public final class RelayRoutes {
   private final class PagePull implements PullWaiters.Waiter {
     private final RoutingContext ctx;
     private final String target;
+    private final String client;
     private final long after;
     private final int limit;
     private final long deadlineNanos;
@@ -1103,6 +1118,7 @@ public final class RelayRoutes {
     PagePull(RoutingContext ctx, String target, long after, int limit, long waitMs) {
       this.ctx = ctx;
       this.target = target;
+      this.client = clientKey(ctx.request());
       this.after = after;
       this.limit = limit;
       this.deadlineNanos = waitMs == 0 ? 0 : System.nanoTime() + waitMs * 1_000_000L;
@@ -1146,7 +1162,7 @@ public final class RelayRoutes {
       }
       reading = true;
       wokenWhileReading = false;
-      s.reads().pull(target, after, limit, limits.maxPullBytes(), s.pageBudget()).onComplete(ar -> {
+      s.reads().pull(target, after, limit, limits.maxPullBytes(), s.pageBudget(), client).onComplete(ar -> {
         reading = false;
         if (ar.failed()) {
           if (!done) {
@@ -1163,7 +1179,7 @@ public final class RelayRoutes {
         ReadStore.Page page = ar.result();
         long held = page.wireBytes(); // held in the budget by the read; released when the answer is done
         if (done) {
-          s.pageBudget().release(held);
+          s.pageBudget().release(client, held);
           return;
         }
         boolean waiting = unregister != null && timer != -1 && System.nanoTime() < deadlineNanos;
@@ -1178,7 +1194,7 @@ public final class RelayRoutes {
         }
         finish();
         s.metrics().pullPage(page.items().size());
-        writePage(ctx, page, after, held);
+        writePage(ctx, page, after, client, held);
       });
     }
 
@@ -1203,9 +1219,9 @@ public final class RelayRoutes {
    * answer ended or the connection closed). The bytes are exactly
    * those of {@code JSON.stringify} of the whole answer; only the transfer is chunked.
    */
-  private void writePage(RoutingContext ctx, ReadStore.Page page, long after, long held) {
+  private void writePage(RoutingContext ctx, ReadStore.Page page, long after, String client, long held) {
     if (ctx.response().ended() || ctx.response().closed()) {
-      s.pageBudget().release(held);
+      s.pageBudget().release(client, held);
       return; // the client went away; nothing was acked, so nothing is lost
     }
     io.vertx.core.http.HttpServerResponse resp = ctx.response();
@@ -1213,7 +1229,7 @@ public final class RelayRoutes {
     Runnable release = () -> {
       if (!released[0]) {
         released[0] = true;
-        s.pageBudget().release(held);
+        s.pageBudget().release(client, held);
       }
     };
     ctx.addEndHandler(ar -> release.run());

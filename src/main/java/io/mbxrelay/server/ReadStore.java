@@ -205,7 +205,7 @@ public final class ReadStore implements AutoCloseable {
    * @return the page; fails with the driver's exception when the store cannot be read
    */
   public Future<Page> pull(String target, long after, int limit, long maxBytes) {
-    return pull(target, after, limit, maxBytes, null);
+    return pull(target, after, limit, maxBytes, null, null);
   }
 
   /** The budget ran out: a non-empty page could not be held (answered 503 {@code relay busy; retry later}). */
@@ -223,15 +223,16 @@ public final class ReadStore implements AutoCloseable {
    * nothing.
    *
    * @param budget the budget, or null for none
-   * @return the page; fails with {@link PageBudgetExhausted} when items are due but nothing is left
+   * @param client the client's rate key the page is held for (its share of the budget)
+   * @return the page; fails with {@link PageBudgetExhausted} when items are due but nothing is left for the client
    */
-  public Future<Page> pull(String target, long after, int limit, long maxBytes, PageBudget budget) {
+  public Future<Page> pull(String target, long after, int limit, long maxBytes, PageBudget budget, String client) {
     return pageReaders.executeBlocking(() -> {
       try {
         if (budget == null) {
           return readPage(target, after, limit, maxBytes);
         }
-        long free = budget.free();
+        long free = budget.free(client);
         Page page = readPage(target, after, limit, Math.max(1, Math.min(maxBytes, free)));
         if (page.items().isEmpty()) {
           return page; // holds nothing (a page of only damaged rows still moves the host past them)
@@ -239,7 +240,7 @@ public final class ReadStore implements AutoCloseable {
         if (free <= 0) {
           throw new PageBudgetExhausted();
         }
-        budget.hold(page.wireBytes());
+        budget.hold(client, page.wireBytes());
         return page;
       } catch (SQLException e) {
         dropPageConnection(); // a failed connection is not reused; the next page opens a fresh one

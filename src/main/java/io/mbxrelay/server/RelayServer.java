@@ -211,8 +211,10 @@ public final class RelayServer implements AutoCloseable {
       // long-poll pulls wake when the writer commits items for their host; pull pages in memory are bounded
       io.mbxrelay.http.PullWaiters waiters = new io.mbxrelay.http.PullWaiters(l.maxEnrolments());
       store.onNewItems(waiters::wake);
-      io.mbxrelay.server.PageBudget pageBudget = new io.mbxrelay.server.PageBudget(config.http().pageBytesInFlight());
-      io.mbxrelay.http.BodyBudget bodyBudget = new io.mbxrelay.http.BodyBudget(config.http().bodyBudgetBytes());
+      io.mbxrelay.server.PageBudget pageBudget = new io.mbxrelay.server.PageBudget(config.http().pageBytesInFlight(),
+          config.http().pageBytesPerClient(config.limits().maxPullBytes()));
+      io.mbxrelay.http.BodyBudget bodyBudget = new io.mbxrelay.http.BodyBudget(config.http().bodyBudgetBytes(),
+          config.http().bodyBytesPerClient());
       m.bindPulls(waiters::waiting, pageBudget::held);
       m.bindLiveEnrolments(store.enrolments()::liveCount);
       m.bindBodyBudget(bodyBudget::used, bodyBudget::refused);

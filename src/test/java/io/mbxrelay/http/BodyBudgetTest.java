@@ -48,6 +48,8 @@ class BodyBudgetTest {
   static void start() throws Exception {
     relay = RelayHarness.start(dir, Map.of("MBX_RELAY_HTTP_MAX_BODY_BYTES", Integer.toString(BODY),
         "MBX_RELAY_HTTP_MAX_IN_FLIGHT_BODY_BYTES", Long.toString(BUDGET),
+        // every test client here is 127.0.0.1; the per-client share has a test of its own below
+        "MBX_RELAY_HTTP_MAX_IN_FLIGHT_BODY_BYTES_PER_CLIENT", Long.toString(BUDGET),
         "MBX_RELAY_LIMITS_PUSH_REQUESTS_PER_MINUTE", "5"), Clock.systemUTC(), Ed25519KeyPair.generate());
     a = new TestHost(relay.url(), "budget-a").enrol();
     b = new TestHost(relay.url(), "budget-b").enrol();
@@ -282,6 +284,61 @@ class BodyBudgetTest {
         assertThat(r.body()).isEqualTo("{\"error\":\"request timeout\"}");
         awaitValue(used::used, 0);
       }
+    }
+  }
+
+  /**
+   * Review finding: a client without a key (hop headers name public keys; the signature covers the body, so it cannot
+   * be checked first) opened connections that declared large bodies and sent one byte, and took the whole budget
+   * for the request timeout: every host's push was answered 503. Now one client address holds at most its share
+   * (here the default: a quarter of the 4 MiB budget, but at least two 1 MiB bodies), and hosts from another address
+   * keep pushing.
+   */
+  @Test
+  void one_address_declaring_large_bodies_holds_only_its_share_and_other_clients_keep_pushing(@TempDir Path other)
+      throws Exception {
+    try (RelayHarness r = RelayHarness.start(other, Map.of("MBX_RELAY_HTTP_MAX_BODY_BYTES", Integer.toString(BODY),
+        "MBX_RELAY_HTTP_MAX_IN_FLIGHT_BODY_BYTES", Long.toString(BUDGET)), Clock.systemUTC(),
+        Ed25519KeyPair.generate())) {
+      TestHost victim = new TestHost(r.url(), "budget-victim").enrol();
+      TestHost peer = new TestHost(r.url(), "budget-peer").enrol();
+      byte[] body = bigAck(r.server.epoch());
+      List<Socket> held = new ArrayList<>();
+      int refused = 0;
+      try {
+        for (int i = 0; i < 8; i++) {
+          Socket s = new Socket();
+          s.bind(new java.net.InetSocketAddress("127.0.0.2", 0));
+          s.connect(new java.net.InetSocketAddress("127.0.0.1", r.server.port()));
+          s.setSoTimeout(10_000);
+          held.add(s);
+          // the victim's public key and a fresh time; the signature would fail, but only once the body is in
+          s.getOutputStream().write(RawHttp.signedHead(peer.key, victim.pub(), "POST", "/v2/relay/ack",
+              System.currentTimeMillis(), body, body.length).getBytes(StandardCharsets.ISO_8859_1));
+          s.getOutputStream().write(body, 0, 1);
+          s.getOutputStream().flush();
+        }
+        awaitValue(() -> r.server.bodyBudget().used(), 2L * BODY);
+        for (Socket s : held) {
+          s.setSoTimeout(1_500); // a held body gets no answer while it is not sent; a refused one gets 503 at once
+          RawHttp.Answer a = RawHttp.read(s.getInputStream(), false);
+          if (a.status() != 0) { // 0: no answer in time, one of the two bodies within the share
+            assertThat(a.status()).isEqualTo(503);
+            assertThat(a.body()).isEqualTo(BUSY);
+            refused++;
+          }
+        }
+        assertThat(refused).as("connections over the address's share answered at once").isEqualTo(6);
+        // the victim and its peer, from 127.0.0.1, are not held up
+        String id = Envelopes.newId();
+        assertThat(peer.pushEnvelope(victim, id, Envelopes.sealed(id)).status()).isEqualTo(200);
+        assertThat(victim.pull(0, null, null).json().get("items")).hasSize(1);
+      } finally {
+        for (Socket s : held) {
+          s.close();
+        }
+      }
+      awaitValue(() -> r.server.bodyBudget().used(), 0);
     }
   }
 }

@@ -198,15 +198,92 @@ class LongPollTest {
     }
   }
 
+  /**
+   * Review finding: one host's connections that never read held the whole page budget, so every other host's pull was
+   * answered 503 until they timed out. Now a client address holds at most its share: the slow readers here come from
+   * 127.0.0.2 and hold one 8 MiB share (plus at most one item) of a 32 MiB budget; the same host from 127.0.0.1 and
+   * another host get full pages.
+   */
+  @Test
+  void slow_readers_from_one_address_hold_only_that_address_share_of_the_page_budget(@TempDir Path dir)
+      throws Exception {
+    long share = 8L << 20;
+    try (RelayHarness r = RelayHarness.start(dir, Map.of("MBX_RELAY_HTTP_MAX_PAGE_BYTES_IN_FLIGHT",
+        Long.toString(4 * share), "MBX_RELAY_HTTP_MAX_PAGE_BYTES_IN_FLIGHT_PER_CLIENT", Long.toString(share),
+        "MBX_RELAY_LIMITS_PUSH_REQUESTS_PER_MINUTE", "100000"), Clock.systemUTC(),
+        io.mbxrelay.crypto.Ed25519KeyPair.generate())) {
+      TestHost a = new TestHost(r.url(), "alpha").enrol();
+      TestHost b = new TestHost(r.url(), "beta").enrol();
+      TestHost c = new TestHost(r.url(), "gamma").enrol();
+      for (int i = 0; i < 26; i++) { // more than a page, more than the kernel buffers of one connection take
+        String id = Envelopes.newId();
+        assertThat(a.pushEnvelope(b, id, Envelopes.sealed(id, 340_000)).status()).isEqualTo(200);
+      }
+      for (int i = 0; i < 3; i++) {
+        String id = Envelopes.newId();
+        assertThat(a.pushEnvelope(c, id, Envelopes.sealed(id, 340_000)).status()).isEqualTo(200);
+      }
+      java.util.List<Socket> slow = new java.util.ArrayList<>();
+      try {
+        java.net.URI u = java.net.URI.create(r.url());
+        for (int i = 0; i < 8; i++) {
+          Socket s = new Socket();
+          s.setReceiveBufferSize(4096);
+          s.bind(new java.net.InetSocketAddress("127.0.0.2", 0)); // another client address than the hosts below
+          s.connect(new java.net.InetSocketAddress(u.getHost(), u.getPort()));
+          s.setSoTimeout(30_000);
+          slow.add(s);
+          String path = "/v2/relay/items?after=0";
+          String ts = Long.toString(System.currentTimeMillis());
+          s.getOutputStream().write(("GET " + path + " HTTP/1.1\r\nhost: x\r\nx-mbx-key: " + b.pub()
+              + "\r\nx-mbx-ts: " + ts + "\r\nx-mbx-sig: " + Http.sign(b.key, "GET", path, ts, "") + "\r\n\r\n")
+              .getBytes(StandardCharsets.US_ASCII));
+          byte[] head = new byte[12];
+          int n = s.getInputStream().readNBytes(head, 0, head.length); // the status line only; the rest stays unread
+          assertThat(new String(head, 0, n, StandardCharsets.US_ASCII)).startsWith("HTTP/1.1 ");
+          assertThat(gauge(r, "mbxrelay_pull_page_held_bytes")).as("held after %d slow readers", i + 1)
+              .isLessThanOrEqualTo(share + 400_000);
+        }
+        assertThat(gauge(r, "mbxrelay_pull_page_held_bytes")).as("the first slow reader's page is held")
+            .isGreaterThan(share / 2);
+        // the same host from another address, and another host, still get whole pages
+        JsonNode page = b.pull(0, null, null).json();
+        assertThat(page.get("items").size()).as("beta's page from 127.0.0.1").isGreaterThan(20);
+        assertThat(c.pull(0, null, null).json().get("items")).hasSize(3);
+      } finally {
+        for (Socket s : slow) {
+          s.close();
+        }
+      }
+    }
+  }
+
   @Test
   void the_page_budget_counts_what_pages_hold_and_what_is_left() {
     io.mbxrelay.server.PageBudget budget = new io.mbxrelay.server.PageBudget(1000);
-    assertThat(budget.free()).isEqualTo(1000);
-    budget.hold(600);
-    budget.hold(700); // a single item larger than what was left still goes out
-    assertThat(budget.free()).isEqualTo(-300);
-    budget.release(600);
-    budget.release(700);
+    assertThat(budget.free("a")).isEqualTo(1000);
+    budget.hold("a", 600);
+    budget.hold("a", 700); // a single item larger than what was left still goes out
+    assertThat(budget.free("a")).isEqualTo(-300);
+    budget.release("a", 600);
+    budget.release("a", 700);
     assertThat(budget.held()).isZero();
+  }
+
+  @Test
+  void one_client_holds_at_most_its_share_of_the_page_budget_and_others_still_get_pages() {
+    io.mbxrelay.server.PageBudget budget = new io.mbxrelay.server.PageBudget(1000, 400);
+    assertThat(budget.free("a")).isEqualTo(400);
+    budget.hold("a", 350);
+    assertThat(budget.free("a")).isEqualTo(50);
+    budget.hold("a", 100);
+    assertThat(budget.free("a")).as("a's share is used up").isNegative();
+    assertThat(budget.free("b")).as("b still has its whole share").isEqualTo(400);
+    budget.hold("b", 400);
+    budget.hold("c", 150);
+    assertThat(budget.free("c")).as("the budget's remainder, below c's share").isEqualTo(0);
+    budget.release("a", 450);
+    assertThat(budget.free("a")).isEqualTo(400);
+    assertThat(budget.held()).isEqualTo(550);
   }
 }
