@@ -1160,6 +1160,12 @@ public final class RelayRoutes {
         wokenWhileReading |= last;
         return;
       }
+      if (deadlineNanos != 0 && s.enrolments().get(target).isEmpty()) {
+        // revoked (deny, rotation) while it waited: the answer a fresh request would get, not a page
+        finish();
+        ctx.fail(RelayError.BAD_HOP);
+        return;
+      }
       reading = true;
       wokenWhileReading = false;
       s.reads().pull(target, after, limit, limits.maxPullBytes(), s.pageBudget(), client).onComplete(ar -> {

@@ -10,8 +10,10 @@ import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The committed {@code enrolments} table held in memory (seed 000 §2, wire.md §2 hop lookups), so that verifying a
- * hop and checking a push's targets never wait on a database read.
+ * The live rows of the committed {@code enrolments} table held in memory (seed 000 §2, wire.md §2 hop lookups), so
+ * that verifying a hop and checking a push's targets never wait on a database read. Revoked rows are not held (every
+ * rotation leaves one, so they would grow without bound); a key that is absent here is not a live enrolment, and the
+ * writer reads a revoked row from the database when it needs one.
  *
  * <p>The store loads every row when it opens and is the only writer: it updates this copy right after the COMMIT that
  * changed a row and before any reply of that transaction is sent, so a request that arrives after a revocation was
@@ -31,10 +33,10 @@ public final class EnrolmentCache {
   private final ConcurrentHashMap<String, List<Enrolment>> liveByName = new ConcurrentHashMap<>();
 
   /**
-   * The enrolment of a key, live or revoked.
+   * The live enrolment of a key.
    *
    * @param hostPubkey the key string as stored (base64, 44 chars)
-   * @return the committed row, or empty
+   * @return the committed live row, or empty (revoked or never enrolled)
    */
   public Optional<Enrolment> get(String hostPubkey) {
     return hostPubkey == null ? Optional.empty() : Optional.ofNullable(byKey.get(hostPubkey));
@@ -56,18 +58,22 @@ public final class EnrolmentCache {
     return all.size() <= limit ? all : all.subList(0, limit);
   }
 
-  /** Number of live enrolments (the {@code mbxrelay_enrolments_live} gauge; O(n), for a scrape or a timer only). */
+  /** Number of live enrolments (the {@code mbxrelay_enrolments_live} gauge). */
   public long liveCount() {
-    return byKey.values().stream().filter(Enrolment::live).count();
+    return byKey.size();
   }
 
   /**
-   * Stores a committed row (writer thread only), replacing the key's previous row.
+   * Stores a committed row (writer thread only), replacing the key's previous row; a revoked row removes the key.
    *
    * @param e the row as committed
    */
   public void put(Enrolment e) {
     Objects.requireNonNull(e);
+    if (!e.live()) {
+      remove(e.hostPubkey());
+      return;
+    }
     Enrolment old = byKey.put(e.hostPubkey(), e);
     if (old != null) {
       unindex(old);
@@ -98,14 +104,14 @@ public final class EnrolmentCache {
    * Replaces the whole content with a fresh read of the table (writer thread only: at open, and after a change this
    * process did not make).
    *
-   * @param rows every row of {@code enrolments}
+   * @param rows every row of {@code enrolments} (revoked ones are skipped)
    */
   public void replaceAll(Collection<Enrolment> rows) {
     Map<String, Enrolment> fresh = new java.util.HashMap<>(rows.size() * 2);
     Map<String, List<Enrolment>> names = new java.util.HashMap<>();
     for (Enrolment e : rows) {
-      fresh.put(e.hostPubkey(), e);
       if (e.live()) {
+        fresh.put(e.hostPubkey(), e);
         names.computeIfAbsent(asciiLower(e.hostName()), k -> new ArrayList<>()).add(e);
       }
     }

@@ -105,6 +105,33 @@ class LongPollTest {
     }
   }
 
+  /** Review finding: a host revoked while it held a wait got a page at the deadline; it gets 401 like a new request. */
+  @Test
+  void a_host_denied_while_it_waits_is_answered_bad_relay_hop_when_the_wait_ends(@TempDir Path dir) throws Exception {
+    try (RelayHarness r = RelayHarness.start(dir, Map.of("MBX_RELAY_ADMIN_TOKEN", "t0ken-for-the-long-poll-test-0123456789"),
+        Clock.systemUTC(), io.mbxrelay.crypto.Ed25519KeyPair.generate())) {
+      TestHost b = new TestHost(r.url(), "beta").enrol();
+      java.util.concurrent.CompletableFuture<Http.Resp> waiting = java.util.concurrent.CompletableFuture.supplyAsync(
+          () -> {
+            try {
+              return b.get("/v2/relay/items?after=0&wait=2");
+            } catch (Exception e) {
+              throw new java.util.concurrent.CompletionException(e);
+            }
+          });
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+      while (gauge(r, "mbxrelay_pull_waiting") == 0 && System.nanoTime() < deadline) {
+        Thread.sleep(10);
+      }
+      Http.Resp d = Http.sendHeaders(r.url(), "POST", "/admin/deny", "{\"kind\":\"host_fp\",\"value\":\""
+          + b.pub() + "\"}", Map.of("authorization", "Bearer t0ken-for-the-long-poll-test-0123456789"));
+      assertThat(d.json().get("revoked").asInt()).as(d.raw()).isEqualTo(1);
+      Http.Resp answer = waiting.get(10, TimeUnit.SECONDS);
+      assertThat(answer.status()).isEqualTo(401);
+      assertThat(answer.raw()).isEqualTo("{\"error\":\"bad relay hop\"}");
+    }
+  }
+
   @Test
   void a_waiting_pull_whose_client_goes_away_stops_waiting(@TempDir Path dir) throws Exception {
     try (RelayHarness r = RelayHarness.start(dir)) {

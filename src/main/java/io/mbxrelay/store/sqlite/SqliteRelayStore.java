@@ -1632,14 +1632,15 @@ public final class SqliteRelayStore implements RelayStore {
   }
 
   /**
-   * The enrolment as the open transaction sees it: from the committed cache, unless this transaction changed (or may
-   * have changed) the row, then from the database.
+   * The enrolment as the open transaction sees it: a live row from the committed cache, unless this transaction
+   * changed (or may have changed) the row; a revoked or unknown key (the cache holds live rows only) from the database.
    */
   private Optional<Enrolment> enrolmentRow(String key) throws SQLException {
     if (reloadEnrolments || dirtyEnrolments.contains(key)) {
       return enrolmentFromDb(key);
     }
-    return enrolments.get(key);
+    Optional<Enrolment> live = enrolments.get(key);
+    return live.isPresent() ? live : enrolmentFromDb(key);
   }
 
   private static final String ENROLMENT_COLUMNS =
