@@ -424,6 +424,22 @@ public final class HostAgent implements AutoCloseable {
   /** Longest pull wait a host asks for, s: inside the transport's 35 s idle timeout (seed 003 deadlines). */
   public static final int MAX_PULL_WAIT_SECONDS = 25;
 
+  /** Whether the outbox has an item due for this relay now (pending or to re-push, its time come). */
+  private boolean outboxDue() throws SQLException {
+    synchronized (store) {
+      return store.one("SELECT 1 FROM outbox WHERE relay=? AND state IN ('pending', 'repush') AND next_at<=? LIMIT 1",
+          rs -> rs.getInt(1), url, now()).isPresent();
+    }
+  }
+
+  private boolean outboxDueQuietly() {
+    try {
+      return outboxDue();
+    } catch (SQLException e) {
+      return false; // the tick after the wait reads the outbox again and reports a failing store
+    }
+  }
+
   /** A page pulled with {@code wait} outside the store lock, and the position it was asked from. */
   private record Prefetched(String epoch, long after, PullResult result) {}
 
@@ -443,7 +459,7 @@ public final class HostAgent implements AutoCloseable {
     Prefetched pre = null;
     int wait = Math.min(Math.min(waitSeconds, relayPullWait), MAX_PULL_WAIT_SECONDS);
     String relayPub = sessionRelayPub;
-    if (wait > 0 && caughtUp && relayPub != null) {
+    if (wait > 0 && caughtUp && relayPub != null && !outboxDue()) { // mail to push (receipts too) goes out first
       Optional<HostStore.Position> pos;
       int maxPull;
       RelayTransport tr;
@@ -454,8 +470,12 @@ public final class HostAgent implements AutoCloseable {
       }
       if (pos.isPresent()) {
         try {
-          pre = new Prefetched(pos.get().epoch(), pos.get().receivedThrough(),
-              tr.pull(pos.get().receivedThrough(), maxPull, pos.get().epoch(), wait));
+          // a send queued meanwhile (by this process or another on the same host store) ends the wait
+          Optional<PullResult> page = tr.pull(pos.get().receivedThrough(), maxPull, pos.get().epoch(), wait,
+              this::outboxDueQuietly);
+          if (page.isPresent()) {
+            pre = new Prefetched(pos.get().epoch(), pos.get().receivedThrough(), page.get());
+          }
         } catch (RelayUnreachable e) {
           // the tick below meets the same relay and reports it
         }

@@ -54,6 +54,21 @@ public interface RelayTransport extends AutoCloseable {
     return pull(after, limit, epoch);
   }
 
+  /**
+   * {@link #pull(long, int, String, int)} that the caller may give up on while the relay holds it: {@code giveUp} is
+   * asked about every 200 ms, and when it answers true the call returns empty at once. The request itself is left to
+   * end on its own (at most {@code waitSeconds}) and its page is dropped; nothing was acked, so nothing is lost.
+   * Transports that cannot give up early wait for the answer.
+   *
+   * @param giveUp asked on the calling thread while the pull is held (e.g. "the outbox has mail to push")
+   * @return the page outcome, or empty when given up
+   * @throws RelayUnreachable on I/O
+   */
+  default java.util.Optional<PullResult> pull(long after, int limit, String epoch, int waitSeconds,
+      java.util.function.BooleanSupplier giveUp) throws RelayUnreachable {
+    return java.util.Optional.of(pull(after, limit, epoch, waitSeconds));
+  }
+
   /** @param epoch epoch @param through seq @return ack outcome @throws RelayUnreachable on I/O */
   AckResult ack(String epoch, long through) throws RelayUnreachable;
 

@@ -90,6 +90,32 @@ public final class VertxRelayTransport implements RelayTransport {
   }
 
   @Override
+  public java.util.Optional<PullResult> pull(long after, int limit, String epoch, int waitSeconds,
+      java.util.function.BooleanSupplier giveUp) throws RelayUnreachable {
+    Future<PullResult> f = client.pull(after, limit, epoch, waitSeconds);
+    long deadline = System.nanoTime() + deadlineMs * 1_000_000L;
+    while (true) {
+      long left = (deadline - System.nanoTime()) / 1_000_000L;
+      if (f.isComplete() || left <= 200) {
+        return java.util.Optional.of(BlockingRelayClient.await(f, Math.max(1, left))); // the same deadline as pull
+      }
+      try {
+        return java.util.Optional.of(f.toCompletionStage().toCompletableFuture().get(200,
+            java.util.concurrent.TimeUnit.MILLISECONDS));
+      } catch (java.util.concurrent.TimeoutException e) {
+        if (giveUp.getAsBoolean()) {
+          return java.util.Optional.empty(); // the held request ends on its own; its page is dropped
+        }
+      } catch (java.util.concurrent.ExecutionException e) {
+        return java.util.Optional.of(await(f, 1)); // the same failure, mapped as every other call maps it
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new RelayUnreachable("interrupted");
+      }
+    }
+  }
+
+  @Override
   public AckResult ack(String epoch, long through) throws RelayUnreachable {
     return await(client.ack(epoch, through), 1);
   }

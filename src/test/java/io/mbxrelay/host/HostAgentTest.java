@@ -121,6 +121,12 @@ class HostAgentTest {
       return real.pull(after, limit, epoch, waitSeconds);
     }
 
+    @Override
+    public java.util.Optional<PullResult> pull(long after, int limit, String epoch, int waitSeconds,
+        java.util.function.BooleanSupplier giveUp) throws RelayUnreachable {
+      return real.pull(after, limit, epoch, waitSeconds, giveUp);
+    }
+
     public AckResult ack(String epoch, long through) throws RelayUnreachable {
       acks.incrementAndGet();
       if (loseAcks > 0) {
@@ -276,6 +282,46 @@ class HostAgentTest {
     assertThat(b.received).containsExactly(id);
     assertThat(tb.pulledAll()).isTrue();
     assertThat(tb.ackedThrough()).isEqualTo(a.row(id).seq());
+  }
+
+  /**
+   * Review finding: `host run` pushed its outbox (and the receipts of what it had just received) only after its wait
+   * ended. Now a tick with mail due does not wait, and mail queued during a wait ends it.
+   */
+  @Test
+  void mailQueuedWhileATickWaitsEndsTheWaitAndReceiptsGoOutWithoutWaiting() throws Exception {
+    Host[] h = pair();
+    Host a = h[0];
+    Host b = h[1];
+    assertThat(a.tick().relayPullWaitSeconds()).isEqualTo(60);
+    b.tick();
+    long start = System.nanoTime();
+    java.util.concurrent.CompletableFuture<TickReport> waiting = java.util.concurrent.CompletableFuture.supplyAsync(
+        () -> {
+          try {
+            return a.agent.tick(20);
+          } catch (Exception e) {
+            throw new IllegalStateException(e);
+          }
+        });
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    while (waitingPulls() == 0 && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+    }
+    assertThat(waitingPulls()).as("a waits on the relay").isEqualTo(1);
+    String id = Envelopes.newId();
+    a.agent.send(id, b.pub(), Envelopes.sealed(id)); // as `host send` beside a running `host run`
+    TickReport ta = waiting.get(10, TimeUnit.SECONDS);
+    assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).as("the send ended the 20 s wait")
+        .isLessThan(5_000);
+    assertThat(ta.accepted()).isEqualTo(1);
+    // b receives it; the receipt it owes is pushed by its next tick at once, not after a wait
+    assertThat(b.tick().delivered()).isEqualTo(1);
+    long before = System.nanoTime();
+    TickReport tb = b.agent.tick(20);
+    assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - before)).as("no wait with a receipt due")
+        .isLessThan(5_000);
+    assertThat(tb.accepted()).as("the receipt").isEqualTo(1);
   }
 
   @Test
