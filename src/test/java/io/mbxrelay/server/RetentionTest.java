@@ -194,7 +194,10 @@ class RetentionTest {
       int firstSweep = order.indexOf("SweepBatch");
       int lastSweep = order.lastIndexOf("SweepBatch");
       int push = order.indexOf("PushBatch");
-      assertThat(push).as(joined).isGreaterThan(firstSweep).isLessThan(lastSweep);
+      // answered before the sweep's last batch, not behind all of them (it may share the first batch's transaction
+      // when it reaches the writer together with it, so only the upper bound is the property)
+      assertThat(firstSweep).as(joined).isNotNegative();
+      assertThat(push).as(joined).isNotNegative().isLessThan(lastSweep);
       assertThat(sweep(r).counts().rows()).isZero();
       try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + dir.resolve("relay.db"));
           Statement st = c.createStatement(); ResultSet rs = st.executeQuery(
