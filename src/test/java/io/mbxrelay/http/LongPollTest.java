@@ -26,6 +26,30 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class LongPollTest {
 
+  /**
+   * A signed pull of {@code h}'s queue over a socket with a 4 KiB receive window, from {@code localAddress} (null: the
+   * default); reads the status line only, so the rest of the page stays unread.
+   */
+  private static Socket slowPull(RelayHarness r, TestHost h, String localAddress) throws Exception {
+    Socket s = new Socket();
+    s.setReceiveBufferSize(4096); // before connecting, so the window stays small
+    if (localAddress != null) {
+      s.bind(new java.net.InetSocketAddress(localAddress, 0));
+    }
+    java.net.URI u = java.net.URI.create(r.url());
+    s.connect(new java.net.InetSocketAddress(u.getHost(), u.getPort()));
+    s.setSoTimeout(30_000);
+    String path = "/v2/relay/items?after=0";
+    String ts = Long.toString(System.currentTimeMillis());
+    s.getOutputStream().write(("GET " + path + " HTTP/1.1\r\nhost: x\r\nx-mbx-key: " + h.pub()
+        + "\r\nx-mbx-ts: " + ts + "\r\nx-mbx-sig: " + Http.sign(h.key, "GET", path, ts, "") + "\r\n\r\n")
+        .getBytes(StandardCharsets.US_ASCII));
+    byte[] head = new byte[12];
+    int n = s.getInputStream().readNBytes(head, 0, head.length);
+    assertThat(new String(head, 0, n, StandardCharsets.US_ASCII)).startsWith("HTTP/1.1 ");
+    return s;
+  }
+
   private static long gauge(RelayHarness r, String name) throws Exception {
     for (String line : Http.send(r.adminUrl(), "GET", "/metrics", null).raw().split("\n")) {
       if (line.startsWith(name + " ") || line.startsWith(name + "{")) {
@@ -187,20 +211,7 @@ class LongPollTest {
       java.util.List<Socket> slow = new java.util.ArrayList<>();
       try {
         for (int i = 0; i < 8; i++) {
-          Socket s = new Socket();
-          s.setReceiveBufferSize(4096); // before connecting, so the window stays small
-          java.net.URI u = java.net.URI.create(r.url());
-          s.connect(new java.net.InetSocketAddress(u.getHost(), u.getPort()));
-          s.setSoTimeout(30_000);
-          slow.add(s);
-          String path = "/v2/relay/items?after=0";
-          String ts = Long.toString(System.currentTimeMillis());
-          s.getOutputStream().write(("GET " + path + " HTTP/1.1\r\nhost: x\r\nx-mbx-key: " + b.pub()
-              + "\r\nx-mbx-ts: " + ts + "\r\nx-mbx-sig: " + Http.sign(b.key, "GET", path, ts, "") + "\r\n\r\n")
-              .getBytes(StandardCharsets.US_ASCII));
-          byte[] head = new byte[12];
-          int n = s.getInputStream().readNBytes(head, 0, head.length); // the status line only; the rest stays unread
-          assertThat(new String(head, 0, n, StandardCharsets.US_ASCII)).startsWith("HTTP/1.1 ");
+          slow.add(slowPull(r, b, null));
           assertThat(gauge(r, "mbxrelay_pull_page_held_bytes")).as("held after %d slow readers", i + 1)
               .isLessThanOrEqualTo(bound + (512 << 10));
         }
@@ -252,22 +263,8 @@ class LongPollTest {
       }
       java.util.List<Socket> slow = new java.util.ArrayList<>();
       try {
-        java.net.URI u = java.net.URI.create(r.url());
         for (int i = 0; i < 8; i++) {
-          Socket s = new Socket();
-          s.setReceiveBufferSize(4096);
-          s.bind(new java.net.InetSocketAddress("127.0.0.2", 0)); // another client address than the hosts below
-          s.connect(new java.net.InetSocketAddress(u.getHost(), u.getPort()));
-          s.setSoTimeout(30_000);
-          slow.add(s);
-          String path = "/v2/relay/items?after=0";
-          String ts = Long.toString(System.currentTimeMillis());
-          s.getOutputStream().write(("GET " + path + " HTTP/1.1\r\nhost: x\r\nx-mbx-key: " + b.pub()
-              + "\r\nx-mbx-ts: " + ts + "\r\nx-mbx-sig: " + Http.sign(b.key, "GET", path, ts, "") + "\r\n\r\n")
-              .getBytes(StandardCharsets.US_ASCII));
-          byte[] head = new byte[12];
-          int n = s.getInputStream().readNBytes(head, 0, head.length); // the status line only; the rest stays unread
-          assertThat(new String(head, 0, n, StandardCharsets.US_ASCII)).startsWith("HTTP/1.1 ");
+          slow.add(slowPull(r, b, "127.0.0.2")); // another client address than the hosts below
           assertThat(gauge(r, "mbxrelay_pull_page_held_bytes")).as("held after %d slow readers", i + 1)
               .isLessThanOrEqualTo(share + 400_000);
         }
