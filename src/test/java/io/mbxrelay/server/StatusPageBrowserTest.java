@@ -116,6 +116,7 @@ class StatusPageBrowserTest {
     TestHost a = new TestHost(relay.url(), "browser-a").enrol();
     TestHost b = new TestHost(relay.url(), "browser-b").enrol();
     relay.server.sweepNow().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    assertThat(StatusPageTest.readyStatus(relay).get("ready").asBoolean()).isTrue();
     browser.get(relay.adminUrl() + "/?refresh=1");
     waitFor("the page's script loaded /status", () -> browser.findElement(By.tagName("body"))
         .getAttribute("data-loaded") != null);

@@ -62,13 +62,24 @@ class StatusPageTest {
     return r.json();
   }
 
+  /** The status once the relay is ready (its first readiness probe is answered a moment after start). */
+  static JsonNode readyStatus(RelayHarness relay) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    JsonNode s = status(relay);
+    while (!s.get("ready").asBoolean() && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+      s = status(relay);
+    }
+    return s;
+  }
+
   @Test
   void status_names_the_relay_and_its_store_with_every_documented_field_and_nothing_else() throws Exception {
     try (RelayHarness relay = RelayHarness.start(dir)) {
       HttpResponse<String> raw = CLIENT.send(HttpRequest.newBuilder(URI.create(relay.adminUrl() + "/status")).build(),
           HttpResponse.BodyHandlers.ofString());
       assertThat(raw.headers().firstValue("content-type")).hasValue("application/json");
-      JsonNode s = status(relay);
+      JsonNode s = readyStatus(relay);
       List<String> names = new java.util.ArrayList<>();
       s.fieldNames().forEachRemaining(names::add);
       assertThat(names).containsExactlyElementsOf(FIELDS);
@@ -105,6 +116,22 @@ class StatusPageTest {
       assertThat((long) scrape.value("mbxrelay_store_file_bytes")).isEqualTo(s.get("store_file_bytes").asLong());
       assertThat(scrape.value("mbxrelay_store_min_free_bytes")).isEqualTo(s.get("store_min_free_bytes").asDouble());
     }
+  }
+
+  @Test
+  void docs_operations_md_documents_exactly_the_status_fields() throws Exception {
+    String doc = Files.readString(Path.of("docs/operations.md"));
+    int from = doc.indexOf("\n## Status page\n");
+    assertThat(from).isPositive();
+    String section = doc.substring(from, doc.indexOf("\n## ", from + 5));
+    List<String> documented = new java.util.ArrayList<>();
+    for (String row : section.lines().filter(l -> l.startsWith("| `")).toList()) {
+      Matcher m = Pattern.compile("`([a-z0-9_]+)`").matcher(row.split("\\|")[1]);
+      while (m.find()) {
+        documented.add(m.group(1));
+      }
+    }
+    assertThat(documented).containsExactlyElementsOf(FIELDS);
   }
 
   @Test
