@@ -116,8 +116,10 @@ class DeploymentFilesTest {
     for (String[] m : bindMounts(grafana)) {
       grafanaMounts.put(m[0], m[1]);
     }
-    String provisioning = grafanaMounts.get("./deploy/grafana/provisioning");
-    assertThat(provisioning).isEqualTo("/etc/grafana/provisioning");
+    assertThat(grafanaMounts.get("./deploy/grafana/provisioning/datasources"))
+        .isEqualTo("/etc/grafana/provisioning/datasources");
+    assertThat(grafanaMounts.get("./deploy/grafana/provisioning/dashboards"))
+        .isEqualTo("/etc/grafana/provisioning/dashboards");
     JsonNode datasource = yaml("deploy/grafana/provisioning/datasources/prometheus.yml").get("datasources").get(0);
     assertThat(datasource.get("type").asText()).isEqualTo("prometheus");
     assertThat(datasource.get("url").asText()).isEqualTo("http://prometheus:9090");
