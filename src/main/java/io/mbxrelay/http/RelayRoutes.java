@@ -134,6 +134,7 @@ public final class RelayRoutes {
     r.post("/v1/relay/enrol").handler(this::enrol);
     trust.mountBeforeHop(r); // rotate (unsigned, rate-limited), admin deny (bearer token, else falls through)
     r.route().handler(this::hopAuth);
+    int signedFrom = r.getRoutes().size();
     r.post("/v2/relay/items").handler(this::push);
     r.get("/v2/relay/items").handler(this::pull);
     r.post("/v2/relay/ack").handler(this::ack);
@@ -142,8 +143,17 @@ public final class RelayRoutes {
 
     r.route().handler(ctx -> ctx.fail(RelayError.NOT_FOUND));
     r.route().failureHandler(this::failure);
+    // what answers before a route matched is labelled with the template it was addressed to (issue 12 item 4)
+    List<io.vertx.ext.web.Route> routes = r.getRoutes();
+    unreadLabels = RouteLabels.of(routes);
+    unsignedLabels = RouteLabels.of(routes.subList(signedFrom, routes.size()));
     return r;
   }
+
+  /** Route labels for answers from {@link #readBody} (no route with a path has matched yet). */
+  private RouteLabels unreadLabels = RouteLabels.NONE;
+  /** Route labels for answers from {@link #hopAuth}: only the signed routes behind it (the others matched already). */
+  private RouteLabels unsignedLabels = RouteLabels.NONE;
 
   // ---- common ----
 
@@ -214,6 +224,7 @@ public final class RelayRoutes {
     int cap = small ? s.config().http().maxSmallBodyBytes() : s.config().http().maxBodyBytes();
     long declared = declaredLength(req);
     if (declared > cap) {
+      unreadLabels.label(req);
       refuseUnread(ctx.vertx(), req, 413, RelayError.TOO_LARGE.body(), 0, declared);
       return;
     }
@@ -226,6 +237,7 @@ public final class RelayRoutes {
         early = lookupFailed(e);
       }
       if (early != null) {
+        unreadLabels.label(req);
         refuseUnread(ctx.vertx(), req, early.status(), early.body(), early.retryAfterS(), declared);
         return;
       }
@@ -242,6 +254,7 @@ public final class RelayRoutes {
     }
     Taken taken = new Taken(get ? null : budget, get ? null : clientKey(req));
     if (declared > 0 && !taken.take(declared)) {
+      unreadLabels.label(req);
       refuseUnread(ctx.vertx(), req, BUSY.status(), BUSY.body(), 1, declared);
       return;
     }
@@ -258,6 +271,7 @@ public final class RelayRoutes {
     long timer = ctx.vertx().setTimer(s.config().http().requestTimeoutMs(), id -> {
       if (!ctx.response().ended()) {
         stopped[0] = true;
+        unreadLabels.label(req);
         answer(ctx, RelayError.REQUEST_TIMEOUT.status(), RelayError.REQUEST_TIMEOUT.body());
         if (req.version() == HttpVersion.HTTP_2) {
           ctx.response().reset(0); // only this stream: the connection's other streams go on
@@ -280,6 +294,7 @@ public final class RelayRoutes {
         stopped[0] = true;
         ctx.vertx().cancelTimer(timer);
         taken.release();
+        unreadLabels.label(req);
         refuseRest(ctx.vertx(), req, 413, RelayError.TOO_LARGE.body(), 0);
         return;
       }
@@ -290,6 +305,7 @@ public final class RelayRoutes {
           stopped[0] = true;
           ctx.vertx().cancelTimer(timer);
           taken.release();
+          unreadLabels.label(req);
           refuseRest(ctx.vertx(), req, BUSY.status(), BUSY.body(), 1);
           return;
         }
@@ -679,6 +695,7 @@ public final class RelayRoutes {
     verifyHop(ctx).onComplete(ar -> {
       if (ar.failed()) {
         s.metrics().hopFailure(HopFailure.LOOKUP_FAILED);
+        unsignedLabels.label(ctx.request());
         ctx.fail(ar.cause());
         return;
       }
@@ -691,6 +708,7 @@ public final class RelayRoutes {
           // that change state are remembered, so requests to unknown paths cannot fill the cache.
           if (s.trust().replay().admit(caller.hostPubkey(), ctx.<byte[]>get(HOP_TEXT), ctx.<Long>get(HOP_TS), now())
               == io.mbxrelay.auth.HopReplayCache.Result.REPLAY) {
+            unsignedLabels.label(ctx.request());
             ctx.fail(RelayError.BAD_HOP);
             return;
           }
@@ -701,6 +719,7 @@ public final class RelayRoutes {
       } else {
         HopFailure why = ctx.get(HOP_FAILURE);
         s.metrics().hopFailure(why == null ? HopFailure.LOOKUP_FAILED : why);
+        unsignedLabels.label(ctx.request());
         ctx.fail(RelayError.BAD_HOP);
       }
     });

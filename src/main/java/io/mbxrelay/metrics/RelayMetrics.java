@@ -171,6 +171,19 @@ public final class RelayMetrics implements AutoCloseable {
   public static final String CLOCK_STEPS = "mbxrelay.clock.steps";
   /** Counter, label {@code outcome} ({@link Outcome#OK}, {@link Outcome#FAILED}): JWKS refreshes. */
   public static final String JWKS_REFRESHES = "mbxrelay.jwks.refreshes";
+  /** Gauge, always 1, label {@code version}: the running build (one series per process; issue 12 item 4). */
+  public static final String BUILD_INFO = "mbxrelay.build.info";
+  /** Gauge: size of the store's database file {@code relay.db}, bytes (issue 12 item 4). */
+  public static final String STORE_FILE_BYTES = "mbxrelay.store.file.bytes";
+  /**
+   * Gauge: size of the store's write-ahead log {@code relay.db-wal}, bytes; 0 when there is none. SQLite reuses the
+   * file after each checkpoint, so it grows only while checkpoints cannot finish (issue 12 item 4).
+   */
+  public static final String STORE_WAL_BYTES = "mbxrelay.store.wal.bytes";
+  /** Label name of the build version. */
+  public static final String TAG_VERSION = "version";
+  /** How many finished expiry sweeps {@link #recentSweeps()} keeps. */
+  public static final int RECENT_SWEEPS = 10;
 
   /** Label name of the reason class. */
   public static final String TAG_REASON = "reason";
@@ -493,6 +506,11 @@ public final class RelayMetrics implements AutoCloseable {
     commit.record(nanos, TimeUnit.NANOSECONDS);
   }
 
+  /** The COMMIT timer ({@link #WRITER_COMMIT}), for recent quantiles ({@link HistogramWindow}); read-only use. */
+  public io.micrometer.core.instrument.distribution.HistogramSupport commitHistogram() {
+    return commit;
+  }
+
   /**
    * Binds the writer gauges.
    *
@@ -576,7 +594,47 @@ public final class RelayMetrics implements AutoCloseable {
     sweepExpired.increment(expired);
     sweepEnqueued.increment(noticesEnqueued);
     sweepSkipped.increment(noticesSkipped);
-    sweepLastRunSeconds.set(System.currentTimeMillis() / 1000);
+    long now = System.currentTimeMillis();
+    sweepLastRunSeconds.set(now / 1000);
+    synchronized (recentSweeps) {
+      if (recentSweeps.size() == RECENT_SWEEPS) {
+        recentSweeps.removeLast();
+      }
+      recentSweeps.addFirst(new SweepRecord(now, expired, noticesEnqueued, noticesSkipped));
+    }
+  }
+
+  /**
+   * One finished expiry sweep, as the status page shows it.
+   *
+   * @param atMs when it finished, unix ms
+   * @param itemsExpired items expired (turned into tombstones or deleted)
+   * @param noticesEnqueued expiry notices enqueued for senders
+   * @param noticesSkipped expiry notices not enqueued
+   */
+  public record SweepRecord(long atMs, long itemsExpired, long noticesEnqueued, long noticesSkipped) {}
+
+  /**
+   * The last JWKS refresh.
+   *
+   * @param atMs when it ended, unix ms
+   * @param ok true when a new snapshot was installed
+   */
+  public record JwksRefreshRecord(long atMs, boolean ok) {}
+
+  private final java.util.ArrayDeque<SweepRecord> recentSweeps = new java.util.ArrayDeque<>(RECENT_SWEEPS);
+  private volatile JwksRefreshRecord lastJwksRefresh;
+
+  /** The last {@value #RECENT_SWEEPS} finished expiry sweeps since start, newest first. Safe on any thread. */
+  public java.util.List<SweepRecord> recentSweeps() {
+    synchronized (recentSweeps) {
+      return java.util.List.copyOf(recentSweeps);
+    }
+  }
+
+  /** The last JWKS refresh since start, or null before the first (and always without a JWKS authority). */
+  public JwksRefreshRecord lastJwksRefresh() {
+    return lastJwksRefresh;
   }
 
   // ---- replay cache and JWKS (bound by their owners) ----
@@ -662,6 +720,7 @@ public final class RelayMetrics implements AutoCloseable {
    */
   public void jwksRefresh(boolean ok) {
     jwksRefreshes.get(ok ? Outcome.OK : Outcome.FAILED).increment();
+    lastJwksRefresh = new JwksRefreshRecord(System.currentTimeMillis(), ok);
   }
 
   private io.mbxrelay.store.DiskSpace disk;
@@ -689,6 +748,60 @@ public final class RelayMetrics implements AutoCloseable {
     io.micrometer.core.instrument.FunctionCounter.builder(STORE_DISK_REFUSALS, this,
         m -> m.diskRefusals.getAsLong()).description("push requests refused under the free-space floor")
         .register(registry);
+  }
+
+  private java.nio.file.Path dbFile;
+
+  /**
+   * Registers {@code mbxrelay_build_info{version}} (value 1).
+   *
+   * @param version the software version (one value per process, so the label stays bounded)
+   */
+  public void buildInfo(String version) {
+    Gauge.builder(BUILD_INFO, () -> 1).tag(TAG_VERSION, Objects.requireNonNull(version))
+        .description("the running build, value 1").register(registry);
+  }
+
+  /**
+   * Binds the store file gauges: {@code relay.db} and its WAL, bytes. Each scrape reads both sizes ({@code stat},
+   * no lock, nothing the writer waits for).
+   *
+   * @param dbFile the store's {@code relay.db}; its WAL is the {@code -wal} file beside it
+   */
+  public void bindStoreFiles(java.nio.file.Path dbFile) {
+    this.dbFile = Objects.requireNonNull(dbFile);
+    Gauge.builder(STORE_FILE_BYTES, this, m -> m.storeFileBytes()).description("size of relay.db, bytes")
+        .register(registry);
+    Gauge.builder(STORE_WAL_BYTES, this, m -> m.storeWalBytes())
+        .description("size of relay.db-wal, bytes (0 when there is none)").register(registry);
+  }
+
+  /** Size of {@code relay.db} now, bytes; NaN before {@link #bindStoreFiles} or when it cannot be read. */
+  public double storeFileBytes() {
+    java.nio.file.Path db = dbFile;
+    if (db == null) {
+      return Double.NaN;
+    }
+    try {
+      return java.nio.file.Files.size(db);
+    } catch (java.io.IOException e) {
+      return Double.NaN;
+    }
+  }
+
+  /** Size of {@code relay.db-wal} now, bytes; 0 when there is none, NaN before {@link #bindStoreFiles}. */
+  public double storeWalBytes() {
+    java.nio.file.Path db = dbFile;
+    if (db == null) {
+      return Double.NaN;
+    }
+    try {
+      return java.nio.file.Files.size(db.resolveSibling(db.getFileName() + "-wal"));
+    } catch (java.nio.file.NoSuchFileException e) {
+      return 0; // checkpointed and removed at a clean close, or not created yet
+    } catch (java.io.IOException e) {
+      return Double.NaN;
+    }
   }
 
   /**

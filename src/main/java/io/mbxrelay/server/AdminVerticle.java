@@ -99,6 +99,8 @@ public final class AdminVerticle extends VerticleBase {
     r.get("/ready").handler(this::ready);
     r.get("/clock").handler(ctx -> answer(ctx, 200, clockBody(clock.status())));
     r.post("/clock/resume").handler(this::resumeClock);
+    // status page (GET /) and its JSON (GET /status): issue 12 item 3
+    new StatusRoutes(services, writer, disk, clock, services.reads().file(), this::failing).mount(vertx, r);
     probe(0L);
     scan(0L);
     vertx.setPeriodic(config.probeIntervalMs(), this::probe);

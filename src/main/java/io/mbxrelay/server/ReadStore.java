@@ -37,7 +37,10 @@ public final class ReadStore implements AutoCloseable {
   private final ThreadLocal<PageConnection> pageConnection = new ThreadLocal<>();
   private final List<PageConnection> pageConnections = new java.util.concurrent.CopyOnWriteArrayList<>();
 
-  private ReadStore(AgroalDataSource dataSource, Pool pool, WorkerExecutor pageReaders) {
+  private final Path dbFile;
+
+  private ReadStore(AgroalDataSource dataSource, Pool pool, WorkerExecutor pageReaders, Path dbFile) {
+    this.dbFile = dbFile;
     this.dataSource = dataSource;
     this.pool = pool;
     this.pageReaders = pageReaders;
@@ -69,7 +72,12 @@ public final class ReadStore implements AutoCloseable {
             }));
     AgroalDataSource ds = AgroalDataSource.from(cfg);
     Pool pool = JDBCPool.pool(vertx, ds, new PoolOptions().setMaxSize(size).setName("mbx-read"));
-    return new ReadStore(ds, pool, vertx.createSharedWorkerExecutor("mbx-pages", size));
+    return new ReadStore(ds, pool, vertx.createSharedWorkerExecutor("mbx-pages", size), dbFile);
+  }
+
+  /** The store file read ({@code relay.db}). */
+  public Path file() {
+    return dbFile;
   }
 
   /**

@@ -179,6 +179,8 @@ public final class RelayServer implements AutoCloseable {
           });
       metrics.bindWriter(writer::queueDepth, writer::failStopped);
       metrics.bindDisk(disk, writer::diskRefusals);
+      metrics.bindStoreFiles(store.file());
+      metrics.buildInfo(version());
       List<String> deployments = new ArrayList<>();
       deployments.add(await(vertx.deployVerticle(writer, new DeploymentOptions()
           .setThreadingModel(ThreadingModel.WORKER).setWorkerPoolName("mbx-writer").setWorkerPoolSize(1))));

@@ -165,6 +165,45 @@ class RelayMetricsHttpTest {
   }
 
   @Test
+  void a_401_is_labelled_with_the_route_template_it_was_addressed_to_and_unknown_paths_stay_unlabelled()
+      throws Exception {
+    // regression (issue 12 item 4): every 401 carried route="" because the hop checks answer before a route matches,
+    // so the dashboard's per-route panels never showed an auth failure
+    TestHost a = host("r-alpha");
+    TestHost b = host("r-beta");
+    Ed25519KeyPair unknown = Ed25519KeyPair.generate();
+    Scrape before = Scrape.of(relay.adminUrl());
+    // missing hop headers: refused from the headers, before the body is read
+    assertThat(Http.send(relay.url(), "POST", "/v2/relay/items", "{}").status()).isEqualTo(401);
+    // a signature that does not verify: refused after the body was read, by the hop check
+    String now = Long.toString(System.currentTimeMillis());
+    String ack = "{\"epoch\":\"x\",\"through\":1}";
+    assertThat(Http.send(relay.url(), "POST", "/v2/relay/ack", ack, a.pub(), null, now,
+        Http.sign(unknown, "POST", "/v2/relay/ack", now, ack)).status()).isEqualTo(401);
+    // the admin deny route matched before the hop check (no token): labelled once, not twice
+    assertThat(Http.send(relay.url(), "GET", "/admin/deny", null).status()).isEqualTo(401);
+    // a path the relay does not serve keeps the empty label (label values never come from the request)
+    assertThat(Http.send(relay.url(), "GET", "/no/such/path-" + System.nanoTime(), null).status()).isEqualTo(401);
+    // a push that passes keeps its single label
+    String id = Envelopes.newId();
+    assertThat(status(a.pushEnvelope(b, id, Envelopes.sealed(id)))).isEqualTo("accepted");
+    Scrape after = Scrape.of(relay.adminUrl());
+
+    String requests = "vertx_http_server_requests_total";
+    assertThat(delta(before, after, requests, "code=\"401\"", "method=\"POST\"", "route=\"/v2/relay/items\""))
+        .isEqualTo(1);
+    assertThat(delta(before, after, requests, "code=\"401\"", "method=\"POST\"", "route=\"/v2/relay/ack\""))
+        .isEqualTo(1);
+    assertThat(delta(before, after, requests, "code=\"401\"", "method=\"GET\"", "route=\"/admin/deny\""))
+        .isEqualTo(1);
+    assertThat(delta(before, after, requests, "code=\"401\"", "method=\"GET\"", "route=\"\"")).isEqualTo(1);
+    assertThat(delta(before, after, requests, "code=\"200\"", "method=\"POST\"", "route=\"/v2/relay/items\""))
+        .isEqualTo(1);
+    assertThat(after.raw).doesNotContain("route=\"/admin/deny>").doesNotContain("/no/such/path")
+        .doesNotContain("route=\"/v2/relay/items>");
+  }
+
+  @Test
   void enrolments_are_counted_and_the_queue_gauges_follow_the_store() throws Exception {
     Scrape before = Scrape.of(relay.adminUrl());
     TestHost a = host("q-alpha");

@@ -7,8 +7,12 @@ import io.mbxrelay.store.StoreException;
 import io.mbxrelay.testing.Scrape;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The meters whose callers other components own (expiry sweep, JWKS refresh, replay cache) and the reject-text
@@ -51,6 +55,46 @@ class RelayMetricsTest {
       assertThat(s.value("mbxrelay_replay_cache_size")).isEqualTo(7);
       assertThat(s.value("mbxrelay_jwks_refreshes_total", "outcome=\"ok\"")).isEqualTo(1);
       assertThat(s.value("mbxrelay_jwks_refreshes_total", "outcome=\"failed\"")).isEqualTo(2);
+    }
+  }
+
+  @Test
+  void build_info_and_the_store_file_gauges_read_the_version_and_the_real_file_sizes(@TempDir Path dir)
+      throws Exception {
+    try (RelayMetrics m = metrics()) {
+      Path db = dir.resolve("relay.db");
+      Files.write(db, new byte[12_288]);
+      m.buildInfo("1.2.3-test");
+      m.bindStoreFiles(db);
+      Scrape s = Scrape.parse(m.scrape());
+      assertThat(s.value("mbxrelay_build_info", "version=\"1.2.3-test\"")).isEqualTo(1);
+      assertThat(s.value("mbxrelay_store_file_bytes")).isEqualTo(12_288);
+      assertThat(s.value("mbxrelay_store_wal_bytes")).as("no WAL yet").isZero();
+      Files.write(dir.resolve("relay.db-wal"), new byte[4_128]);
+      assertThat(Scrape.parse(m.scrape()).value("mbxrelay_store_wal_bytes")).isEqualTo(4_128);
+    }
+  }
+
+  @Test
+  void recent_sweeps_keep_the_last_ten_newest_first_and_the_last_jwks_refresh_its_outcome() throws Exception {
+    try (RelayMetrics m = metrics()) {
+      assertThat(m.recentSweeps()).isEmpty();
+      assertThat(m.lastJwksRefresh()).isNull();
+      long before = System.currentTimeMillis();
+      for (int i = 1; i <= 12; i++) {
+        m.sweepRun(i, 2L * i, 3L * i);
+      }
+      List<RelayMetrics.SweepRecord> sweeps = m.recentSweeps();
+      assertThat(sweeps).hasSize(RelayMetrics.RECENT_SWEEPS);
+      assertThat(sweeps.get(0).itemsExpired()).isEqualTo(12);
+      assertThat(sweeps.get(0).noticesEnqueued()).isEqualTo(24);
+      assertThat(sweeps.get(0).noticesSkipped()).isEqualTo(36);
+      assertThat(sweeps.get(9).itemsExpired()).isEqualTo(3);
+      assertThat(sweeps.get(0).atMs()).isGreaterThanOrEqualTo(before);
+      m.jwksRefresh(true);
+      m.jwksRefresh(false);
+      assertThat(m.lastJwksRefresh().ok()).isFalse();
+      assertThat(m.lastJwksRefresh().atMs()).isGreaterThanOrEqualTo(before);
     }
   }
 
