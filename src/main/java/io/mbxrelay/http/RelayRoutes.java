@@ -938,8 +938,9 @@ public final class RelayRoutes {
    * One pushed item after the checks that need no store (wire.md §3 push v2 steps 1–5 as far as the request alone
    * decides them): either refused already ({@code early} set) or a {@link StoreCommand.Push} for the writer.
    */
-  private record PreparedItem(String echoId, String early, StoreCommand.Push push, List<String> keysAsSent) {
-    PreparedItem(String echoId, String early, StoreCommand.Push push) {
+  private record PreparedItem(String echoId, io.mbxrelay.store.RejectReason.Rejection early, StoreCommand.Push push,
+      List<String> keysAsSent) {
+    PreparedItem(String echoId, io.mbxrelay.store.RejectReason.Rejection early, StoreCommand.Push push) {
       this(echoId, early, push, null);
     }
   }
@@ -988,8 +989,8 @@ public final class RelayRoutes {
       PreparedItem p = prepared.get(i);
       PushOutcome outcome = p.push() == null ? new PushOutcome.Rejected(p.early()) : outcomes.get(next++);
       if (outcome instanceof PushOutcome.Rejected r) {
-        AcceptReceipt.appendRejected(p.echoId(), r.reason(), out);
-        s.metrics().itemRejected(RejectReason.classify(r.reason()));
+        AcceptReceipt.appendRejected(p.echoId(), r.wireText(), out);
+        s.metrics().itemRejected(r.reason());
         continue;
       }
       PushOutcome.Stored st = (PushOutcome.Stored) outcome;
@@ -1013,23 +1014,27 @@ public final class RelayRoutes {
     answer(ctx, 200, out.toString());
   }
 
+  private static io.mbxrelay.store.RejectReason.Rejection early(io.mbxrelay.store.RejectReason reason) {
+    return new io.mbxrelay.store.RejectReason.Rejection(reason, null);
+  }
+
   private PreparedItem prepare(Enrolment caller, JsonNode item, boolean withinRate) {
     JsonNode idNode = item.get("item_id");
     String echoId = idNode != null && idNode.isTextual() ? idNode.textValue() : "";
     if (!withinRate) {
-      return new PreparedItem(echoId, "rate", null);
+      return new PreparedItem(echoId, early(io.mbxrelay.store.RejectReason.RATE), null);
     }
     if (idNode == null || !idNode.isTextual() || echoId.isEmpty() || echoId.length() > 300) {
-      return new PreparedItem(echoId, "bad item id", null);
+      return new PreparedItem(echoId, early(io.mbxrelay.store.RejectReason.BAD_ITEM_ID), null);
     }
     JsonNode kindNode = item.get("kind");
     String kind = kindNode != null && kindNode.isTextual() ? kindNode.textValue() : "";
     if (!kind.equals("envelope") && !kind.equals("receipt")) {
-      return new PreparedItem(echoId, "bad kind", null);
+      return new PreparedItem(echoId, early(io.mbxrelay.store.RejectReason.BAD_KIND), null);
     }
     JsonNode targets = item.get("targets");
     if (targets == null || !targets.isArray() || targets.isEmpty() || targets.size() > limits.maxTargets()) {
-      return new PreparedItem(echoId, "bad targets", null);
+      return new PreparedItem(echoId, early(io.mbxrelay.store.RejectReason.BAD_TARGETS), null);
     }
     List<StoreCommand.Target> list = new ArrayList<>(targets.size());
     Set<String> seen = targets.size() == 1 ? null : new HashSet<>();
@@ -1049,22 +1054,23 @@ public final class RelayRoutes {
       if (keysAsSent != null) {
         keysAsSent.add(sent);
       }
-      String failure = null;
+      io.mbxrelay.store.RejectReason.Rejection failure = null;
       byte[] wire = null;
       String hash = null;
       if (seen != null && !seen.add(key)) {
-        failure = "duplicate target";
+        failure = early(io.mbxrelay.store.RejectReason.DUPLICATE_TARGET);
       } else {
         JsonNode w = t.get("wire_b64");
         Optional<byte[]> decoded = w != null && w.isTextual() && B64.isStdB64(w.textValue())
             ? B64.decodeLenient(w.textValue()) : Optional.empty();
         if (decoded.isEmpty()) {
-          failure = "bad wire";
+          failure = early(io.mbxrelay.store.RejectReason.BAD_WIRE);
         } else if (decoded.get().length > limits.maxItemBytes()) {
-          failure = "item over size limit";
+          failure = early(io.mbxrelay.store.RejectReason.SIZE);
         } else {
           wire = decoded.get();
-          failure = WireCheck.check(kind, echoId, wire, caller.hostPubkey()).orElse(null);
+          failure = WireCheck.check(kind, echoId, wire, caller.hostPubkey()).map(io.mbxrelay.store.RejectReason::parse)
+              .orElse(null);
           hash = failure == null ? Hashes.sha256Hex(wire) : null;
           if (failure != null) {
             wire = null;

@@ -410,6 +410,15 @@ public final class RelayMetrics implements AutoCloseable {
   }
 
   /**
+   * Counts one push item answered {@code rejected:…}, by its typed reason's class.
+   *
+   * @param reason the ledger's or the edge's reason
+   */
+  public void itemRejected(io.mbxrelay.store.RejectReason reason) {
+    itemRejected(RejectReason.valueOf(reason.metricLabel().toUpperCase(java.util.Locale.ROOT)));
+  }
+
+  /**
    * One push item answered {@code rejected:<why>}.
    *
    * @param reason its class ({@link RejectReason#classify(String)})

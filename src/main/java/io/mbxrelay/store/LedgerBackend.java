@@ -103,8 +103,8 @@ public interface LedgerBackend extends AutoCloseable {
   /** Inserts or replaces (by key) a live enrolment row ({@code revokedAt} is ignored: the row is live). */
   void upsertEnrolment(Enrolment row) throws StoreException;
 
-  /** Marks a live key revoked; no effect when it is not live. */
-  void revoke(String hostPubkey, String atIso) throws StoreException;
+  /** Marks a live key revoked; false (no effect) when it is not live. */
+  boolean revoke(String hostPubkey, String atIso) throws StoreException;
 
   /** True when one of the keys has a revoked enrolment row. */
   boolean anyRevoked(List<String> keys) throws StoreException;

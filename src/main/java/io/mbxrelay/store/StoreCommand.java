@@ -132,7 +132,7 @@ public sealed interface StoreCommand<R>
    * @param precheckFailure the reject reason found by the event loop's checks for this target (duplicate target, bad
    *     wire, size, content), which wire.md orders after the enrolment and allowlist checks, or {@code null}
    */
-  record Target(String hostPubkey, byte[] wire, String wireHash, String precheckFailure) {
+  record Target(String hostPubkey, byte[] wire, String wireHash, RejectReason.Rejection precheckFailure) {
     public Target {
       Objects.requireNonNull(hostPubkey);
     }

@@ -80,7 +80,7 @@ public abstract class RelayStoreContractTest {
     assertThat(again.fresh()).isFalse();
     assertThat(again.targets()).isEqualTo(first.targets());
     assertThat(again.at()).isEqualTo(first.at());
-    assertThat(push(a, "m", target(b, "other"))).isEqualTo(new PushOutcome.Rejected("conflict"));
+    assertThat(push(a, "m", target(b, "other"))).isEqualTo(new PushOutcome.Rejected(io.mbxrelay.store.RejectReason.parse("conflict")));
     assertThat(store.headSeq(b)).isEqualTo(1);
     // the same item id from another sender is another item
     assertThat(((PushOutcome.Stored) push(c, "m", target(b, "other"))).fresh()).isTrue();
@@ -90,15 +90,15 @@ public abstract class RelayStoreContractTest {
   void an_item_is_all_or_nothing_across_its_targets() throws Exception {
     String stranger = Ed25519KeyPair.generate().publicKeyB64();
     assertThat(push(a, "x", target(b, "1"), target(c, "2"), target(stranger, "3")))
-        .isEqualTo(new PushOutcome.Rejected("target not enrolled"));
+        .isEqualTo(new PushOutcome.Rejected(io.mbxrelay.store.RejectReason.parse("target not enrolled")));
     assertThat(store.headSeq(b)).isZero();
     assertThat(store.headSeq(c)).isZero();
-    StoreCommand.Target bad = new StoreCommand.Target(c, null, null, "bad wire");
-    assertThat(push(a, "y", target(b, "1"), bad)).isEqualTo(new PushOutcome.Rejected("bad wire"));
+    StoreCommand.Target bad = new StoreCommand.Target(c, null, null, io.mbxrelay.store.RejectReason.parse("bad wire"));
+    assertThat(push(a, "y", target(b, "1"), bad)).isEqualTo(new PushOutcome.Rejected(io.mbxrelay.store.RejectReason.parse("bad wire")));
     assertThat(store.headSeq(b)).isZero();
     // a conflict on the second target rolls back the fresh first one
     push(a, "z", target(c, "c-wire"));
-    assertThat(push(a, "z", target(b, "b-wire"), target(c, "changed"))).isEqualTo(new PushOutcome.Rejected("conflict"));
+    assertThat(push(a, "z", target(b, "b-wire"), target(c, "changed"))).isEqualTo(new PushOutcome.Rejected(io.mbxrelay.store.RejectReason.parse("conflict")));
     assertThat(store.headSeq(b)).isZero();
   }
 
@@ -132,9 +132,9 @@ public abstract class RelayStoreContractTest {
     store.execute(new StoreCommand.Enrol("gamma", c, "", null, null));
     push(a, "1", target(b, "1"));
     push(a, "2", target(b, "2"));
-    assertThat(push(a, "3", target(b, "3"))).isEqualTo(new PushOutcome.Rejected("quota:sender share exceeded for beta"));
+    assertThat(push(a, "3", target(b, "3"))).isEqualTo(new PushOutcome.Rejected(io.mbxrelay.store.RejectReason.parse("quota:sender share exceeded for beta")));
     push(c, "3", target(b, "3"));
-    assertThat(push(c, "4", target(b, "4"))).isEqualTo(new PushOutcome.Rejected("quota:queue depth exceeded for beta"));
+    assertThat(push(c, "4", target(b, "4"))).isEqualTo(new PushOutcome.Rejected(io.mbxrelay.store.RejectReason.parse("quota:queue depth exceeded for beta")));
     assertThat(store.headSeq(b)).isEqualTo(3);
   }
 
@@ -175,7 +175,7 @@ public abstract class RelayStoreContractTest {
         new StoreCommand.Heartbeat()));
     assertThat(results).hasSize(4);
     assertThat(((PushOutcome.Stored) results.get(0).value()).targets().get(0).seq()).isEqualTo(1);
-    assertThat(results.get(1).value()).isEqualTo(new PushOutcome.Rejected("target not enrolled"));
+    assertThat(results.get(1).value()).isEqualTo(new PushOutcome.Rejected(io.mbxrelay.store.RejectReason.parse("target not enrolled")));
     assertThat(((PushOutcome.Stored) results.get(2).value()).targets().get(0).seq()).isEqualTo(2);
     assertThat(store.headSeq(b)).isEqualTo(2);
   }

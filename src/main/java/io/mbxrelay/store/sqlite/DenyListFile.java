@@ -1,6 +1,7 @@
 package io.mbxrelay.store.sqlite;
 
 import io.mbxrelay.store.DenyOutcome;
+import io.mbxrelay.store.RelayLedger;
 import io.mbxrelay.store.RelayStore;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.store.StoreException;
@@ -27,6 +28,15 @@ import java.util.List;
  */
 public final class DenyListFile {
   private DenyListFile() {}
+
+  /** Deny and undeny read no limit; the ledger still wants a set: the defaults. */
+  private static final java.util.function.Supplier<io.mbxrelay.config.RelayConfig.Limits> OPERATOR_LIMITS = () -> {
+    try {
+      return io.mbxrelay.config.ConfigLoader.load(null, java.util.Map.of()).limits();
+    } catch (io.mbxrelay.config.ConfigException e) {
+      throw new IllegalStateException("the built-in defaults do not load", e);
+    }
+  };
 
   /**
    * One entry as listed.
@@ -91,22 +101,12 @@ public final class DenyListFile {
 
   private static Object write(Path storeDir, Clock clock, StoreCommand<?> command) throws StoreException {
     try (Connection c = open(storeDir)) {
-      try (Statement st = c.createStatement()) {
-        st.execute("BEGIN IMMEDIATE");
-      }
+      // the writer's own rules over a session on this connection (one transaction, like a relay's command)
+      RelayLedger ledger = new RelayLedger(SqliteBackend.session(c, clock), clock, OPERATOR_LIMITS.get());
       try {
-        Object result = new TrustCommands(null, c, clock).run(command);
-        try (Statement st = c.createStatement()) {
-          st.execute("COMMIT");
-        }
-        return result;
-      } catch (SQLException | RuntimeException e) {
-        try (Statement st = c.createStatement()) {
-          st.execute("ROLLBACK");
-        } catch (SQLException ignored) {
-          // the original failure is what matters
-        }
-        throw e;
+        return ledger.execute(command);
+      } finally {
+        ledger.close();
       }
     } catch (SQLException e) {
       throw SqliteRelayStore.classify("deny list write failed", e);

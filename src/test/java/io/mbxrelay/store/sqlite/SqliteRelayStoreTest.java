@@ -225,7 +225,6 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
           + other + "\"]', '2026-01-01T00:00:00.000Z', '{}', 'sig')");
     }
     assertThat(push(a, "m1", target(b, "w"))).isInstanceOf(io.mbxrelay.store.PushOutcome.Stored.class);
-    assertThat(push(c, "m2", target(b, "w"))).isEqualTo(new io.mbxrelay.store.PushOutcome.Rejected(
-        "sender not accepted by target"));
+    assertThat(push(c, "m2", target(b, "w"))).isEqualTo(new io.mbxrelay.store.PushOutcome.Rejected(io.mbxrelay.store.RejectReason.parse("sender not accepted by target")));
   }
 }
