@@ -21,15 +21,27 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** {@link SqliteRelayStore}: the contract plus what only SQLite has (pragmas, schema versions, pinning). */
+/** {@link SqliteRelayStore}: the store contract on SQLite plus what only SQLite has (pragmas, schema versions, pinning). */
 class SqliteRelayStoreTest extends RelayStoreContractTest {
   @TempDir
   Path dir;
 
+  private Path current;
+
   @Override
   protected RelayStore open(RelayConfig.Limits limits, Clock clock) throws Exception {
-    Path d = Files.createTempDirectory(dir, "store");
-    return SqliteRelayStore.open(d, relayKey, clock, limits, 5000, 600_000);
+    current = Files.createTempDirectory(dir, "store");
+    return SqliteRelayStore.open(current, relayKey, clock, limits, 5000, 600_000);
+  }
+
+  @Override
+  protected RelayStore reopen(RelayConfig.Limits limits, Clock clock) throws Exception {
+    return SqliteRelayStore.open(current, relayKey, clock, limits, 5000, 600_000);
+  }
+
+  @Override
+  protected io.mbxrelay.store.RelayReads openReads(io.vertx.core.Vertx vertx) throws Exception {
+    return SqliteReads.open(vertx, current.resolve(SqliteSettings.DB_FILE), 2, 5000);
   }
 
   private RelayConfig.Limits defaults() throws Exception {
