@@ -19,8 +19,11 @@ public final class RelayError extends RuntimeException {
   public static final RelayError NOT_FOUND = new RelayError(404, "not found", null);
   /** 413 for a body over the route's streaming cap (wire.md §3). */
   public static final RelayError TOO_LARGE = new RelayError(413, "request body too large", null);
-  /** 429 for an enrolment call over the per-address window (wire.md §3). */
-  public static final RelayError RATE = new RelayError(429, "too many requests; retry later", null);
+  /**
+   * 429 for an enrolment call (challenge, enrol, rotate) over the per-address window: the reference's text, byte for
+   * byte (issue 12 item 12).
+   */
+  public static final RelayError RATE = new RelayError(429, "too many enrolment calls; retry in a minute", null);
   /** 503 when the writer's outcome is unknown or the store is unavailable: retry (dedup makes it safe). */
   public static final RelayError STORE_UNAVAILABLE = new RelayError(503, "store unavailable; retry later", null);
   /** 500 for a bug; no detail leaks. */

@@ -804,7 +804,8 @@ public final class RelayRoutes {
     }
     Optional<String> nonce = s.challenges().issue(pubkey.textValue(), now());
     if (nonce.isEmpty()) {
-      throw new RelayError(503, "too many open enrolment challenges; retry later", "BUSY");
+      // the reference's challenge errors carry no code (only enrol's do)
+      throw new RelayError(503, "too many open enrolment challenges; retry later", null);
     }
     ObjectNode out = Json.MAPPER.createObjectNode();
     out.put("challenge", nonce.get());
@@ -821,7 +822,8 @@ public final class RelayRoutes {
     JsonNode ownerFp = body.get("owner_fp");
     JsonNode sig = body.get("sig");
     if (!truthy(host) || !truthy(pubkey) || !truthy(sig) || ownerFp == null) {
-      throw new RelayError(400, "incomplete enrolment", "BAD_REQUEST");
+      // no code: the reference answers this one before its enrolment core, as {"error"} alone (issue 12 item 11)
+      throw RelayError.badRequest("incomplete enrolment");
     }
     if (!host.isTextual() || !HOST_RE.matcher(host.textValue()).matches() || !pubkey.isTextual()
         || !B64.isPubkey(pubkey.textValue()) || !ownerFp.isTextual()
