@@ -10,7 +10,7 @@ import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The committed {@code enrolments} table held in memory (seed 000 §2, wire.md §2 hop lookups), so that verifying a
+ * The committed {@code enrolments} table held in memory (docs/protocol.md §7.2, §2 hop lookups), so that verifying a
  * hop and checking a push's targets never wait on a database read.
  *
  * <p>The store loads every row when it opens and is the only writer: it updates this copy right after the COMMIT that
@@ -42,7 +42,7 @@ public final class EnrolmentCache {
 
   /**
    * Live enrolments carrying a name, compared case-insensitively for ASCII letters exactly like SQLite's
-   * {@code lower()} (wire.md §2 v1 hop, §4.6), newest enrolled first.
+   * {@code lower()} (docs/protocol.md §2 v1 hop, §4.6), newest enrolled first.
    *
    * @param name the name as sent
    * @param limit most rows returned

@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Receiver crash windows of seed 000 §5 with the HOST as a real child process halted at a named point
+ * Receiver crash windows of docs/protocol.md §7.5 with the HOST as a real child process halted at a named point
  * ({@link HostDrillMain}, {@code MBX_HOST_TEST_CRASH}) against a real relay.
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
