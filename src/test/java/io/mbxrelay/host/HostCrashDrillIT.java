@@ -63,18 +63,24 @@ class HostCrashDrillIT {
   record Result(int exit, String out) {}
 
   Result runHost(String crash) throws Exception {
-    List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "-cp", System.getProperty("java.class.path"), HostDrillMain.class.getName(), keyFile.toString(),
+    io.mbxrelay.testing.ChildTmp tmp = io.mbxrelay.testing.ChildTmp.create(); // a halted host leaves its copies
+    List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+    cmd.addAll(tmp.jvmArgs());
+    cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), HostDrillMain.class.getName(), keyFile.toString(),
         storeFile.toString(), relay.url(), "beta", appLog.toString()));
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
     pb.environment().remove("MBX_HOST_TEST_CRASH");
     if (crash != null) {
       pb.environment().put("MBX_HOST_TEST_CRASH", crash);
     }
-    Process p = pb.start();
-    String out = new String(p.getInputStream().readAllBytes());
-    assertThat(p.waitFor(120, TimeUnit.SECONDS)).isTrue();
-    return new Result(p.exitValue(), out);
+    try {
+      Process p = pb.start();
+      String out = new String(p.getInputStream().readAllBytes());
+      assertThat(p.waitFor(120, TimeUnit.SECONDS)).isTrue();
+      return new Result(p.exitValue(), out);
+    } finally {
+      tmp.delete();
+    }
   }
 
   String push() throws Exception {
