@@ -17,7 +17,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 /**
- * {@code mbxrelay deny add|list|remove} (seed 000 §8 "Revocation"; {@code docs/deny-list.md}): the operator's deny
+ * {@code mbxrelay deny add|list|remove} (docs/protocol.md §7.8 "Revocation"; {@code docs/deny-list.md}): the operator's deny
  * list, keyed by host fingerprint ({@code host_fp}) or account-token {@code client_id}. Adding an entry revokes every
  * live enrolment it matches, permanently; removing one lets new keys and clients enrol again but never un-revokes.
  * Receipts are 2-space JSON on stdout, human lines on stderr. Exit 0 ok, 1 store failure, 2 usage.

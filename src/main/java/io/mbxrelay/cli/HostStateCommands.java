@@ -148,7 +148,7 @@ final class HostStateCommands {
     }
   }
 
-  /** Pins the relay key (seed 000 §1). */
+  /** Pins the relay key (docs/protocol.md §7.1). */
   @Command(name = "set", mixinStandardHelpOptions = true,
       description = {"Use this relay: show its key fingerprint and pin it.",
           "With --key the fingerprint must match (no trust on first use). A changed key needs --key NEW or --confirm."})

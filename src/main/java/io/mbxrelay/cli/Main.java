@@ -4,7 +4,7 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 /**
- * {@code mbxrelay}: the relay server and its operator and host commands (wire.md §5 "CLI", §6).
+ * {@code mbxrelay}: the relay server and its operator and host commands (docs/protocol.md §5 "CLI", §6).
  *
  * <p>Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error, 3 the store was refused or failed its
  * check ({@code serve}, {@code check}: damaged, empty or missing where a store lived, invalid metadata, unsafe files;

@@ -26,7 +26,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * {@code mbxrelay serve} (wire.md §5 "CLI"): port {@code --port} &gt; {@code $PORT} &gt; 7374; bind {@code --bind}
+ * {@code mbxrelay serve} (docs/protocol.md §5 "CLI"): port {@code --port} &gt; {@code $PORT} &gt; 7374; bind {@code --bind}
  * &gt; 0.0.0.0; store dir {@code --store-dir} &gt; {@code $MBX_RELAY_DIR} &gt; {@code ~/.local/share/mbxrelay};
  * trust proxy {@code --trust-proxy} (= xff) or {@code $MBX_RELAY_TRUST_PROXY}; configuration {@code --config} &gt;
  * {@code $MBX_RELAY_CONFIG} over the defaults, then {@code MBX_RELAY_<SECTION>_<KEY>} variables.
@@ -163,7 +163,7 @@ public final class ServeCommand implements Callable<Integer> {
   }
 
   /**
-   * {@code MBX_RELAY_RESTORE_FROM} (wire.md §5): restores that backup once per path before serving; a failure is
+   * {@code MBX_RELAY_RESTORE_FROM} (docs/protocol.md §5): restores that backup once per path before serving; a failure is
    * logged and the current store is served.
    */
   private static void restoreFromEnv(Path dir, String from) {

@@ -132,7 +132,7 @@ public final class ConfigLoader {
   private static final java.util.regex.Pattern IP_LITERAL =
       java.util.regex.Pattern.compile("^(\\d{1,3}(\\.\\d{1,3}){3}|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]*)$");
 
-  /** MBX_RELAY_* variables that are not configuration knobs (wire.md §5 and the CLI), so never "unknown". */
+  /** MBX_RELAY_* variables that are not configuration knobs (docs/protocol.md §5 and the CLI), so never "unknown". */
   private static final Set<String> OTHER_VARIABLES = Set.of("MBX_RELAY_KEY", "MBX_RELAY_DIR", "MBX_RELAY_CONFIG",
       "MBX_RELAY_TRUST_PROXY", "MBX_RELAY_RESTORE_FROM", "MBX_RELAY_TEST_CRASH", "MBX_RELAY_LOG_LEVEL");
 

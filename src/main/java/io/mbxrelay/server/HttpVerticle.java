@@ -11,7 +11,7 @@ import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 
 /**
- * One HTTP event-loop verticle (STYLE "HttpVerticle (event loop, N instances from conf)"). Instances listening on
+ * One HTTP event-loop verticle (docs/architecture.md, the diagram: N instances from conf). Instances listening on
  * the same host and port share the socket; Vert.x spreads connections over them.
  */
 public final class HttpVerticle extends VerticleBase {

@@ -35,7 +35,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Composition root (STYLE "Composition in one place"): lock the store dir, open the store, build Vert.x, register
+ * Composition root (docs/architecture.md "Composition in one place"): lock the store dir, open the store, build Vert.x, register
  * codecs, deploy the writer and await it, open the read pool, deploy HTTP verticles, then the admin server
  * (metrics, health, readiness). {@link #close()} shuts
  * down in reverse.
@@ -44,7 +44,7 @@ public final class RelayServer implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RelayServer.class);
 
   /**
-   * Process-level options (CLI flags and environment, wire.md §5 "CLI").
+   * Process-level options (CLI flags and environment, docs/protocol.md §5 "CLI").
    *
    * @param port listen port, 0 for ephemeral
    * @param bind listen address

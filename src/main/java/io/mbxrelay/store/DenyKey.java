@@ -4,11 +4,11 @@ import io.mbxrelay.crypto.Fingerprint;
 import java.util.Optional;
 
 /**
- * A deny-list key (seed 000 §8 "Revocation": entries keyed by host fingerprint or {@code client_id}), normalized the
+ * A deny-list key (docs/protocol.md §7.8 "Revocation": entries keyed by host fingerprint or {@code client_id}), normalized the
  * same way by the admin endpoint and the CLI.
  *
  * @param kind {@code host_fp} or {@code client_id}
- * @param value the canonical fingerprint ({@code xxxx-xxxx-xxxx-xxxx}, wire.md §1) or the client id
+ * @param value the canonical fingerprint ({@code xxxx-xxxx-xxxx-xxxx}, docs/protocol.md §1) or the client id
  */
 public record DenyKey(String kind, String value) {
   /** Kind of a host fingerprint entry. */

@@ -15,7 +15,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** {@code mbxrelay deny add|list|remove} over a store directory (seed 000 §8 "Revocation"). */
+/** {@code mbxrelay deny add|list|remove} over a store directory (docs/protocol.md §7.8 "Revocation"). */
 class DenyCommandTest {
 
   private static String run(String... args) {

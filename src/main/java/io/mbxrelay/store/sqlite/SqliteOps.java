@@ -33,7 +33,7 @@ import java.util.Properties;
 import java.util.UUID;
 
 /**
- * Offline and online operator commands on a store directory (wire.md §5 "Ops", seed 000 §5 "Backup", "Restore from
+ * Offline and online operator commands on a store directory (docs/protocol.md §5 "Ops", §7.5 "Backup", "Restore from
  * backup"): {@code rotate-epoch}, {@code backup}, {@code restore}, {@code log}. Each returns its receipt as JSON.
  *
  * <p>Threading: plain blocking JDBC; call from the CLI thread (or the serve thread before the writer starts).
@@ -41,7 +41,7 @@ import java.util.UUID;
  * relay runs; the others take the store's process lock and refuse while a relay holds it.
  */
 public final class SqliteOps {
-  /** A lock-less store whose heartbeat is younger than this is assumed live: restore needs --force (wire.md §5). */
+  /** A lock-less store whose heartbeat is younger than this is assumed live: restore needs --force (docs/protocol.md §5). */
   public static final long LIVE_HEARTBEAT_MS = 90_000;
 
   private SqliteOps() {}
@@ -119,7 +119,7 @@ public final class SqliteOps {
   // ---- rotate-epoch ----
 
   /**
-   * Writes a new epoch (wire.md §5: receipt {@code relay-epoch-rotated}, op {@code epoch-rotated}). Run it after any
+   * Writes a new epoch (docs/protocol.md §5: receipt {@code relay-epoch-rotated}, op {@code epoch-rotated}). Run it after any
    * restore that did not go through {@link #restore} (a volume snapshot, a file copy) before the relay serves again.
    *
    * @param dir store directory
@@ -204,7 +204,7 @@ public final class SqliteOps {
   // ---- backup ----
 
   /**
-   * Online backup (wire.md §5 "Ops"): SQLite backup API into {@code <file>.partial-<pid>} (created 0600, its
+   * Online backup (docs/protocol.md §5 "Ops"): SQLite backup API into {@code <file>.partial-<pid>} (created 0600, its
    * directory 0700 when created), journal mode DELETE, integrity check, then linked into place (never overwrites),
    * op {@code backup} logged in the live store. Safe while the relay runs.
    *
@@ -241,7 +241,7 @@ public final class SqliteOps {
         checkSchema(src, source);
         onlineBackup(src, partial);
       }
-      // key order of wire.md §5: v,type,at,store,file,bytes,sha256,epoch,relay_fingerprint,schema_version,heartbeat,
+      // key order of docs/protocol.md §5: v,type,at,store,file,bytes,sha256,epoch,relay_fingerprint,schema_version,heartbeat,
       // counts,restore (bytes and sha256 are filled in once the file is in place)
       receipt = Json.MAPPER.createObjectNode().put("v", 1).put("type", "relay-backup").put("at", at)
           .put("store", dir.toAbsolutePath().toString()).put("file", target.toString());
@@ -355,7 +355,7 @@ public final class SqliteOps {
   // ---- restore ----
 
   /**
-   * Restores a backup (wire.md §5 "Ops", seed 000 §5): refused while a relay holds the lock; keeps the live store as
+   * Restores a backup (docs/protocol.md §5 "Ops", §7.5): refused while a relay holds the lock; keeps the live store as
    * {@code rollback/relay-<ts>.db}; carries into the restored copy every revocation and deny-list entry, newer sender lists, newer v1
    * ads and v2 ad records, higher seq floors and the ops log; rotates the epoch; heartbeat = now; records
    * {@code restored}/{@code restored_paths}; logs op {@code restore}; renames it over {@code relay.db}.
@@ -759,7 +759,7 @@ public final class SqliteOps {
   }
 
   /**
-   * The restore paths already applied to the store (wire.md §5 {@code restored_paths}), for
+   * The restore paths already applied to the store (docs/protocol.md §5 {@code restored_paths}), for
    * {@code MBX_RELAY_RESTORE_FROM} "once per path".
    *
    * @param dir store directory
@@ -779,7 +779,7 @@ public final class SqliteOps {
   }
 
   /**
-   * The store's clock watermark: its last heartbeat (wire.md §5 {@code meta.heartbeat}, written with the guarded
+   * The store's clock watermark: its last heartbeat (docs/protocol.md §5 {@code meta.heartbeat}, written with the guarded
    * store clock), read without writing anything (read-only connection, no file created), for the
    * {@link io.mbxrelay.store.ClockGuard} built before the store opens.
    *
@@ -810,7 +810,7 @@ public final class SqliteOps {
   // ---- log ----
 
   /**
-   * The last ops entries, oldest first (wire.md §5 "ops", last 1,000 kept).
+   * The last ops entries, oldest first (docs/protocol.md §5 "ops", last 1,000 kept).
    *
    * @param dir store directory
    * @param limit 1..1000

@@ -37,7 +37,7 @@ import org.sqlite.SQLiteErrorCode;
 import org.sqlite.SQLiteException;
 
 /**
- * SQLite implementation of {@link RelayStore} over exactly one write connection (seed 000 §2, wire.md §5).
+ * SQLite implementation of {@link RelayStore} over exactly one write connection (docs/protocol.md §7.2, §5).
  *
  * <p>Threading: not thread-safe; owned by one thread (the writer). Every write runs in {@code BEGIN IMMEDIATE} and
  * results are returned only after {@code COMMIT} returned.
@@ -125,7 +125,7 @@ public final class SqliteRelayStore implements RelayStore {
    * @param clock time source (tests inject one)
    * @param limits protocol limits (quotas, retention, caps)
    * @param busyTimeoutMs SQLite busy timeout
-   * @param heartbeatStaleMs a stored heartbeat further than this from now rotates the epoch (wire.md §5); 0 = never
+   * @param heartbeatStaleMs a stored heartbeat further than this from now rotates the epoch (docs/protocol.md §5); 0 = never
    * @return the open store
    * @throws StoreOpenException newer schema, another relay key, not a store, or unreadable
    */
@@ -147,7 +147,7 @@ public final class SqliteRelayStore implements RelayStore {
    * @param clock time source (tests inject one)
    * @param limits protocol limits (quotas, retention, caps)
    * @param busyTimeoutMs SQLite busy timeout
-   * @param heartbeatStaleMs a stored heartbeat further than this from now rotates the epoch (wire.md §5); 0 = never
+   * @param heartbeatStaleMs a stored heartbeat further than this from now rotates the epoch (docs/protocol.md §5); 0 = never
    * @param acceptLostCommits the operator accepts a store behind its watermark ({@code serve --accept-lost-commits})
    * @return the open store
    * @throws StoreOpenException newer schema, another relay key, not a store, unreadable; {@link StoreRefusedException}
@@ -367,7 +367,7 @@ public final class SqliteRelayStore implements RelayStore {
           putMeta("epoch", UUID.randomUUID().toString());
         }
         if (meta("expiry_from").isEmpty()) {
-          // wire.md §5 expiry_from: history of unknown origin never expires; only items pushed from now on do.
+          // docs/protocol.md §5 expiry_from: history of unknown origin never expires; only items pushed from now on do.
           try (Statement st = conn.createStatement()) {
             st.executeUpdate("UPDATE items SET expires_at = NULL WHERE kind <> 'expired'");
           }
@@ -376,7 +376,7 @@ public final class SqliteRelayStore implements RelayStore {
         Optional<String> hb = meta("heartbeat");
         if (verdict.behind()) {
           // The operator accepted a store that lost commits (serve --accept-lost-commits): a new epoch makes senders
-          // re-push what they hold and receivers pull again from 0 (seed 000 §5), exactly as after a restore.
+          // re-push what they hold and receivers pull again from 0 (docs/protocol.md §7.5), exactly as after a restore.
           rotatedReason = "lost commits accepted";
           previous = meta("epoch").orElseThrow();
           String next = UUID.randomUUID().toString();
@@ -826,12 +826,12 @@ public final class SqliteRelayStore implements RelayStore {
     throw new IllegalArgumentException("unknown command " + command.getClass().getName());
   }
 
-  // ---- push (wire.md §3 push v2 steps 5-6) ----
+  // ---- push (docs/protocol.md §3 push v2 steps 5-6) ----
 
   /**
    * One item, all or nothing over its targets. Per target the quota is checked in memory first; within quota the
    * dedup row is inserted ({@code ON CONFLICT DO NOTHING}) and, when it was new, the item row; only a conflicting
-   * insert or a quota refusal reads the stored dedup row. That is the rule of wire.md §3 step 6 (an existing dedup row
+   * insert or a quota refusal reads the stored dedup row. That is the rule of docs/protocol.md §3 step 6 (an existing dedup row
    * wins over the quota) with one statement less per fresh item. A single-target item writes nothing before it is
    * known to succeed; a multi-target item runs in its own savepoint.
    */
@@ -943,7 +943,7 @@ public final class SqliteRelayStore implements RelayStore {
     }
   }
 
-  /** The target's allowlist check (wire.md §4.3): no list → anyone enrolled; else only listed sender keys. */
+  /** The target's allowlist check (docs/protocol.md §4.3): no list → anyone enrolled; else only listed sender keys. */
   private boolean senderAccepted(String target, String sender) throws SQLException {
     Set<String> list = state.allowlist(target);
     if (list == null) {
@@ -968,7 +968,7 @@ public final class SqliteRelayStore implements RelayStore {
     return list == WriterState.NO_LIST || list.contains(sender);
   }
 
-  /** Quota checks in the order and with the texts of wire.md §3 "Quota messages"; null when within quota. */
+  /** Quota checks in the order and with the texts of docs/protocol.md §3 "Quota messages"; null when within quota. */
   private String quotaFailure(String sender, Enrolment target, long bytes) throws SQLException {
     String name = target.hostName();
     WriterState.TargetUsage q = usage(target.hostPubkey());
@@ -993,7 +993,7 @@ public final class SqliteRelayStore implements RelayStore {
         return "owner queue bytes exceeded for " + name;
       }
     }
-    // Beyond wire.md (issue 11 item 8): what one sender holds over all targets, and the whole store.
+    // Beyond the AgentMBX protocol (issue 11 item 8): what one sender holds over all targets, and the whole store.
     long[] t = senderTotal(sender);
     if (t[0] + 1 > limits.maxSenderTotalItems() || t[1] + bytes > limits.maxSenderTotalBytes()) {
       return "sender total exceeded";
@@ -1087,7 +1087,7 @@ public final class SqliteRelayStore implements RelayStore {
     return u.bySender;
   }
 
-  /** Items and bytes queued for the live hosts of an account (wire.md §3 owner quota). */
+  /** Items and bytes queued for the live hosts of an account (docs/protocol.md §3 owner quota). */
   private long[] accountUsage(String account) throws SQLException {
     long[] u = state.accountUsage.get(account);
     if (u == null) {
@@ -1241,7 +1241,7 @@ public final class SqliteRelayStore implements RelayStore {
     state.dirtySeqs.add(target);
   }
 
-  /** wire.md §5 "Seq allocation": {@code cur = max(next_seq or 1, now_ms)}; {@code next_seq = cur + 1}. */
+  /** docs/protocol.md §5 "Seq allocation": {@code cur = max(next_seq or 1, now_ms)}; {@code next_seq = cur + 1}. */
   private long allocateSeq(String target, long nowMs) throws SQLException {
     long cur = Math.max(nextSeq(target), nowMs);
     useSeq(target, cur);
@@ -1317,7 +1317,7 @@ public final class SqliteRelayStore implements RelayStore {
     return n;
   }
 
-  // ---- v1 compatibility (wire.md §3 "v1 endpoints") ----
+  // ---- v1 compatibility (docs/protocol.md §3 "v1 endpoints") ----
 
   /** Empty when stored (or already stored), else the error text; any partial write is rolled back. */
   private Optional<String> pushV1(StoreCommand.PushV1 p) throws SQLException {
@@ -1383,7 +1383,7 @@ public final class SqliteRelayStore implements RelayStore {
     return cursor;
   }
 
-  // ---- expiry sweep (seed 000 §6, wire.md §4.10, §5 "Sweep") ----
+  // ---- expiry sweep (docs/protocol.md §7.6, §4.10, §5 "Sweep") ----
 
   private record Expiring(String target, long seq, String kind, String itemId, String sender, long bytes,
       String acceptedAt) {}
@@ -1424,7 +1424,7 @@ public final class SqliteRelayStore implements RelayStore {
         default -> expired++;
       }
       if (!r.kind.equals("envelope")) {
-        continue; // receipts are advisory and notices never beget notices (seed 000 §6)
+        continue; // receipts are advisory and notices never beget notices (docs/protocol.md §7.6)
       }
       Optional<Enrolment> sender = enrolmentRow(r.sender);
       if (sender.isEmpty() || !sender.get().live()) {
@@ -1514,7 +1514,7 @@ public final class SqliteRelayStore implements RelayStore {
     return moved;
   }
 
-  // ---- ack (wire.md §3 ack v2) ----
+  // ---- ack (docs/protocol.md §3 ack v2) ----
 
   private AckOutcome ack(StoreCommand.Ack a) throws SQLException {
     long head = head(a.targetPubkey());
@@ -1543,7 +1543,7 @@ public final class SqliteRelayStore implements RelayStore {
     return nextSeq(target) - 1;
   }
 
-  // ---- enrol (wire.md §4.1, the stored part) ----
+  // ---- enrol (docs/protocol.md §4.1, the stored part) ----
 
   private EnrolOutcome enrol(StoreCommand.Enrol e) throws SQLException {
     Optional<Enrolment> existing = enrolmentRow(e.hostPubkey());

@@ -21,8 +21,8 @@ import java.util.Optional;
 import java.util.Set;
 
 /**
- * The files the relay writes in a store directory, and the rules for them (issue 11 items 11 and 12; seed 002
- * "owner-only state files"): every file is created 0600 and every directory 0700 (SQLite gives {@code -wal},
+ * The files the relay writes in a store directory, and the rules for them (issue 11 items 11 and 12: owner-only
+ * state files): every file is created 0600 and every directory 0700 (SQLite gives {@code -wal},
  * {@code -shm} and journals the mode of their database file, so creating {@code relay.db} and {@code relay.lock} 0600
  * first is enough); no entry the relay writes may be a symbolic link; a store directory that group or others can
  * write is refused, one they can only read is tightened to 0700 and the caller says so. Also the lost-store check of

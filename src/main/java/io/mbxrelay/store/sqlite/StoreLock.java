@@ -11,7 +11,7 @@ import java.sql.Statement;
 import java.util.Properties;
 
 /**
- * The store directory's process lock (wire.md §5 "Ops": {@code relay.lock}, an SQLite file with {@code holder(pid,
+ * The store directory's process lock (docs/protocol.md §5 "Ops": {@code relay.lock}, an SQLite file with {@code holder(pid,
  * at)} held in EXCLUSIVE locking mode for the life of {@code serve}). {@code restore} refuses while it is held.
  */
 public final class StoreLock implements AutoCloseable {

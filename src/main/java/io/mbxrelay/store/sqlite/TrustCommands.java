@@ -20,8 +20,8 @@ import java.util.Optional;
 import java.util.OptionalLong;
 
 /**
- * The trust commands of the SQLite store (issue 3): sender allowlists (wire.md §4.3), enc-key ads (§4.2), rotation
- * (§4.4) and the deny list (seed 000 §8 "Revocation"), plus the deny and client parts of enrolment. Kept apart from
+ * The trust commands of the SQLite store (issue 3): sender allowlists (docs/protocol.md §4.3), enc-key ads (§4.2), rotation
+ * (§4.4) and the deny list (docs/protocol.md §7.8 "Revocation"), plus the deny and client parts of enrolment. Kept apart from
  * {@link SqliteRelayStore} so the core's push/ack code and these stay easy to review separately.
  *
  * <p>Keys arrive in their canonical spelling (the routes canonicalize them, issue 11 item 4); checks that must not be
@@ -66,7 +66,7 @@ final class TrustCommands {
     return IsoTime.format(clock.millis());
   }
 
-  // ---- enrolment: deny check and token client (seed 000 §8) ----
+  // ---- enrolment: deny check and token client (docs/protocol.md §7.8) ----
 
   /** True when the key's fingerprint or the token's client id is denied. */
   boolean denied(String hostPubkey, String clientId) throws SQLException {
@@ -86,7 +86,7 @@ final class TrustCommands {
         hostPubkey, clientId, org, now());
   }
 
-  // ---- sender allowlist (wire.md §4.3) ----
+  // ---- sender allowlist (docs/protocol.md §4.3) ----
 
   private SendersOutcome senders(StoreCommand.PublishSenders p) throws SQLException {
     try (PreparedStatement ps = conn.prepareStatement("SELECT iat FROM sender_lists WHERE target_pubkey=?")) {
@@ -108,7 +108,7 @@ final class TrustCommands {
     return SendersOutcome.STORED;
   }
 
-  // ---- enc-key ads (wire.md §4.2) ----
+  // ---- enc-key ads (docs/protocol.md §4.2) ----
 
   private Boolean encAdV1(StoreCommand.PublishEncAdV1 a) throws SQLException {
     update("INSERT INTO enc_ads(host_pubkey, host_name, enc_pub, sig, at) VALUES(?, ?, ?, ?, ?)"
@@ -159,7 +159,7 @@ final class TrustCommands {
     }
   }
 
-  // ---- rotation (wire.md §4.4) ----
+  // ---- rotation (docs/protocol.md §4.4) ----
 
   private record OldItem(long seq, String kind, String itemId, String sender, String senderHost, byte[] wire,
       String hash, long bytes, String acceptedAt, String expiresAt) {}
@@ -278,7 +278,7 @@ final class TrustCommands {
     return "(" + String.join(", ", java.util.Collections.nCopies(n, "?")) + ")";
   }
 
-  // ---- deny list (seed 000 §8 "Revocation") ----
+  // ---- deny list (docs/protocol.md §7.8 "Revocation") ----
 
   private DenyOutcome deny(StoreCommand.Deny d) throws SQLException {
     boolean added = update("INSERT INTO deny_list(kind, value, note, added_at) VALUES(?, ?, ?, ?)"
