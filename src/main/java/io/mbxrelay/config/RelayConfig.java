@@ -49,9 +49,12 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    * @param maxConcurrentStreams HTTP/2 streams one connection may have open at once (when {@code h2c} is on)
    * @param maxPageBytesInFlight pull page wire bytes held in memory at once over all connections, bytes; 0 = an eighth
    *     of the heap (at least 16 MiB)
+   * @param shutdownGraceMs how long a stop (SIGTERM) lets in-flight requests finish after the listener closed, ms;
+   *     connections still open after it are closed (issue 12 item 1)
    */
   public record Http(int instances, int maxBodyBytes, int maxSmallBodyBytes, long requestTimeoutMs, long idleTimeoutMs,
-      long maxInFlightBodyBytes, boolean h2c, int maxConcurrentStreams, long maxPageBytesInFlight) {
+      long maxInFlightBodyBytes, boolean h2c, int maxConcurrentStreams, long maxPageBytesInFlight,
+      long shutdownGraceMs) {
 
     /** {@link #maxPageBytesInFlight} with its default applied, bytes. */
     public long pageBytesInFlight() {
@@ -232,6 +235,8 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    * Logging.
    *
    * @param json one JSON object per line instead of the text pattern
+   * @param level the root log level: {@code TRACE}, {@code DEBUG}, {@code INFO}, {@code WARN}, {@code ERROR} or
+   *     {@code OFF} (any case; validated, issue 12 item 5); SIGHUP reloads it from the configuration file
    */
-  public record Log(boolean json) {}
+  public record Log(boolean json, String level) {}
 }
