@@ -33,6 +33,69 @@ public final class StoreLock implements AutoCloseable {
    * @throws StoreOpenException when another process holds it past the wait
    */
   public static StoreLock acquire(Path storeDir, long waitMs) throws StoreOpenException {
+    return acquire(storeDir, waitMs, holder -> {});
+  }
+
+  /**
+   * Takes the lock; when another process holds it, says so at once through {@code onWait} (issue 12 item 6: a second
+   * relay on a held store used to wait 60 s in silence), then waits up to {@code waitMs} for it to go.
+   *
+   * @param storeDir the store directory (must exist)
+   * @param waitMs how long to wait, ms
+   * @param onWait called once, before waiting, with the holder as text ("pid 1234", from {@code /proc/locks} on
+   *     Linux; "another process" where that cannot be read)
+   * @return the held lock; release with {@link #close()}
+   * @throws StoreOpenException when another process holds it past the wait (the message names the holder)
+   */
+  public static StoreLock acquire(Path storeDir, long waitMs, java.util.function.Consumer<String> onWait)
+      throws StoreOpenException {
+    try {
+      return acquire0(storeDir, 0);
+    } catch (StoreOpenException busy) {
+      if (waitMs <= 0 || !(busy.getCause() instanceof SQLException)) {
+        throw busy;
+      }
+    }
+    String holder = holder(storeDir.resolve(FILE));
+    onWait.accept(holder);
+    try {
+      return acquire0(storeDir, waitMs);
+    } catch (StoreOpenException e) {
+      if (!(e.getCause() instanceof SQLException)) {
+        throw e;
+      }
+      throw new StoreOpenException("the store " + storeDir + " is in use by another relay process (" + holder(
+          storeDir.resolve(FILE)) + " holds " + FILE + "; waited " + waitMs / 1000 + " s)", e.getCause());
+    }
+  }
+
+  /**
+   * Who holds the lock file, as text: {@code pid N} when Linux's {@code /proc/locks} lists a POSIX lock on the file's
+   * inode (SQLite locks with {@code fcntl}), else {@code another process}.
+   *
+   * @param file the lock file
+   * @return the holder
+   */
+  static String holder(Path file) {
+    try {
+      long inode = ((Number) java.nio.file.Files.getAttribute(file, "unix:ino")).longValue();
+      for (String line : java.nio.file.Files.readAllLines(Path.of("/proc/locks"))) {
+        // "5: POSIX  ADVISORY  WRITE 23291 fe:00:2482283 1073741824 1073742335" (id, class, mode, type, pid, dev:inode)
+        String[] f = line.trim().split("\\s+");
+        if (f.length >= 6 && f[1].equals("POSIX")) { // a waiter's line reads "N: -> POSIX …" and is skipped
+          String[] dev = f[5].split(":");
+          if (dev.length == 3 && dev[2].equals(Long.toString(inode))) {
+            return "pid " + f[4];
+          }
+        }
+      }
+    } catch (java.io.IOException | RuntimeException e) {
+      // not Linux, or no /proc: say less
+    }
+    return "another process";
+  }
+
+  private static StoreLock acquire0(Path storeDir, long waitMs) throws StoreOpenException {
     Path file = storeDir.resolve(FILE);
     Properties p = new Properties();
     p.setProperty("busy_timeout", Long.toString(waitMs));
@@ -41,7 +104,7 @@ public final class StoreLock implements AutoCloseable {
       StoreFiles.refuseLink(file);
       StoreFiles.createOwnerOnly(file); // 0600, and its journal with it (issue 11 item 11)
     } catch (java.io.IOException e) {
-      throw new StoreOpenException("cannot create " + file + ": " + e.getMessage(), e);
+      throw new StoreOpenException("cannot create the store lock " + file + ": " + StoreFiles.reason(e), e);
     }
     try {
       c = DriverManager.getConnection(SqliteSettings.url(file), p);
