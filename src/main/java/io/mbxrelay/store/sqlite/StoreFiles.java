@@ -173,7 +173,10 @@ public final class StoreFiles {
         found.add(SqliteSettings.DB_FILE + " (0 bytes)");
       }
       for (String t : TRACES) {
-        if (Files.exists(dir.resolve(t), LinkOption.NOFOLLOW_LINKS)) {
+        Path p = dir.resolve(t);
+        // an empty relay.lock never held a relay: a first start that failed (e.g. a full disk) left it
+        if (Files.exists(p, LinkOption.NOFOLLOW_LINKS)
+            && !(t.equals(StoreLock.FILE) && Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS) && Files.size(p) == 0)) {
           found.add(t);
         }
       }

@@ -51,8 +51,8 @@ public final class StoreLock implements AutoCloseable {
       throws StoreOpenException {
     try {
       return acquire0(storeDir, 0);
-    } catch (StoreOpenException busy) {
-      if (waitMs <= 0 || !(busy.getCause() instanceof SQLException)) {
+    } catch (Held busy) {
+      if (waitMs <= 0) {
         throw busy;
       }
     }
@@ -60,13 +60,28 @@ public final class StoreLock implements AutoCloseable {
     onWait.accept(holder);
     try {
       return acquire0(storeDir, waitMs);
-    } catch (StoreOpenException e) {
-      if (!(e.getCause() instanceof SQLException)) {
-        throw e;
-      }
+    } catch (Held e) {
       throw new StoreOpenException("the store " + storeDir + " is in use by another relay process (" + holder(
           storeDir.resolve(FILE)) + " holds " + FILE + "; waited " + waitMs / 1000 + " s)", e.getCause());
     }
+  }
+
+  /** Another connection holds the lock (SQLite BUSY or LOCKED), as opposed to any other failure to take it. */
+  private static final class Held extends StoreOpenException {
+    private static final long serialVersionUID = 1L;
+
+    Held(String message, Throwable cause) {
+      super(message, cause);
+    }
+  }
+
+  private static boolean busy(SQLException e) {
+    if (e instanceof org.sqlite.SQLiteException se) {
+      int primary = se.getResultCode().code & 0xff;
+      return primary == org.sqlite.SQLiteErrorCode.SQLITE_BUSY.code
+          || primary == org.sqlite.SQLiteErrorCode.SQLITE_LOCKED.code;
+    }
+    return e.getMessage() != null && e.getMessage().contains("database is locked");
   }
 
   /**
@@ -129,8 +144,11 @@ public final class StoreLock implements AutoCloseable {
           // already failing
         }
       }
-      throw new StoreOpenException("the store " + storeDir + " is in use by another relay process (" + FILE
-          + " is locked)", e);
+      if (busy(e)) {
+        throw new Held("the store " + storeDir + " is in use by another relay process (" + FILE + " is locked)", e);
+      }
+      // not held by anyone: the lock file cannot be written (a full disk, a read-only file system, a damaged file)
+      throw new StoreOpenException("cannot take the store lock " + file + ": " + e.getMessage(), e);
     }
   }
 
