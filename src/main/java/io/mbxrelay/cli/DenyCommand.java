@@ -43,7 +43,7 @@ public final class DenyCommand implements Runnable {
   static Optional<DenyKey> key(String kind, String value) {
     Optional<DenyKey> k = DenyKey.of(kind, value);
     if (k.isEmpty()) {
-      System.err.println("[mbxrelay] bad deny entry: kind must be host_fp (a fingerprint or host key) or client_id");
+      System.err.println("[mbxrelay] bad deny entry: " + DenyKey.problem(kind, value).orElse("invalid"));
     }
     return k;
   }
@@ -64,7 +64,12 @@ public final class DenyCommand implements Runnable {
     @Override
     public Integer call() {
       Optional<DenyKey> k = key(kind, value);
-      if (k.isEmpty() || (note != null && note.length() > 200)) {
+      if (k.isEmpty()) {
+        return 2;
+      }
+      if (note != null && note.length() > 200) {
+        System.err.println("[mbxrelay] bad deny entry: --note must be at most 200 characters (is " + note.length()
+            + ")");
         return 2;
       }
       try {

@@ -35,7 +35,8 @@ public final class HostEnrolCommand implements Callable<Integer> {
 
   @Spec CommandSpec spec;
 
-  @Option(names = "--relay", required = true, paramLabel = "URL", description = "Relay base URL.")
+  @Option(names = "--relay", required = true, paramLabel = "URL", converter = RelayUrl.class,
+      description = "Relay base URL.")
   String relay;
 
   @Option(names = "--name", required = true, paramLabel = "NAME", description = "Host name to enrol under.")

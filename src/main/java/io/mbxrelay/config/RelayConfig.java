@@ -53,10 +53,12 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    *     quarter of the budget, at least two largest bodies ({@link #bodyBytesPerClient()})
    * @param maxPageBytesInFlightPerClient the most of the page budget one client address holds at once, bytes; 0 = a
    *     quarter of the budget, at least two largest pages ({@link #pageBytesPerClient(int)})
+   * @param shutdownGraceMs how long a stop (SIGTERM) lets in-flight requests finish after the listener closed, ms;
+   *     connections still open after it are closed (issue 12 item 1)
    */
   public record Http(int instances, int maxBodyBytes, int maxSmallBodyBytes, long requestTimeoutMs, long idleTimeoutMs,
       long maxInFlightBodyBytes, boolean h2c, int maxConcurrentStreams, long maxPageBytesInFlight,
-      long maxInFlightBodyBytesPerClient, long maxPageBytesInFlightPerClient) {
+      long maxInFlightBodyBytesPerClient, long maxPageBytesInFlightPerClient, long shutdownGraceMs) {
 
     /** The body budget's per-client share in force, bytes (never more than the budget). */
     public long bodyBytesPerClient() {
@@ -257,6 +259,8 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    * Logging.
    *
    * @param json one JSON object per line instead of the text pattern
+   * @param level the root log level: {@code TRACE}, {@code DEBUG}, {@code INFO}, {@code WARN}, {@code ERROR} or
+   *     {@code OFF} (any case; validated, issue 12 item 5); SIGHUP reloads it from the configuration file
    */
-  public record Log(boolean json) {}
+  public record Log(boolean json, String level) {}
 }

@@ -1173,6 +1173,18 @@ public final class RelayRoutes {
       }
     }
 
+    @Override
+    public void released() {
+      if (done) {
+        return;
+      }
+      if (timer != -1) {
+        ctx.vertx().cancelTimer(timer);
+        timer = -1; // no longer waiting: the next read answers whatever it finds
+      }
+      read(true);
+    }
+
     private void read(boolean last) {
       if (done) {
         return;

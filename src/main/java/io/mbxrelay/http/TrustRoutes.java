@@ -360,7 +360,8 @@ final class TrustRoutes {
     ObjectNode body = RelayRoutes.bodyObject(ctx);
     Optional<DenyKey> entry = DenyKey.of(text(body.get("kind")), text(body.get("value")));
     if (entry.isEmpty()) {
-      throw RelayError.badRequest("bad deny entry: kind must be host_fp or client_id with a valid value");
+      throw RelayError.badRequest("bad deny entry: " + DenyKey.problem(text(body.get("kind")),
+          text(body.get("value"))).orElse("invalid"));
     }
     String note = text(body.get("note"));
     if (note != null && note.length() > 200) {

@@ -101,6 +101,17 @@ public final class SqliteOps {
   }
 
   /** Schema version of an open database, or -1 when it has no meta table / version. */
+  /**
+   * The stored {@code meta.schema_version}, read on any connection.
+   *
+   * @param c a connection to a store
+   * @return the version, or -1 when there is no {@code meta} table or no valid version
+   * @throws SQLException on read errors
+   */
+  static int schemaVersionOf(Connection c) throws SQLException {
+    return schemaVersion(c);
+  }
+
   private static int schemaVersion(Connection c) throws SQLException {
     try (Statement st = c.createStatement();
         ResultSet rs = st.executeQuery("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'")) {
@@ -307,6 +318,59 @@ public final class SqliteOps {
         // best effort
       }
       throw e;
+    }
+  }
+
+  /**
+   * The automatic backup before a schema migration (issue 12 item 13): the reference relay and older binaries refuse
+   * a store of a newer schema, so a migration is a one-way step; this copy of the store as it was lets an operator go
+   * back (docs/wire-compatibility.md "Rolling back to the reference relay"). Made with SQLite's online backup API,
+   * like {@code mbxrelay backup}, into {@code relay-v<from>-before-migration-<UTC time>.db} in the store directory
+   * (0600, rollback-journal mode so it is one self-contained file), checked with {@code quick_check}, written to a
+   * partial file first and linked into place, so a file under that name is always complete.
+   *
+   * @param src the writer connection, no transaction open
+   * @param dir the store directory
+   * @param fromVersion the schema version of the store as found
+   * @param nowMs time for the name
+   * @return the backup file
+   * @throws SQLException when the backup or its check fails (the store is untouched; nothing was migrated)
+   * @throws IOException when the file cannot be created or synced
+   */
+  static Path backupBeforeMigration(Connection src, Path dir, int fromVersion, long nowMs)
+      throws SQLException, IOException {
+    String stamp = java.time.format.DateTimeFormatter.ofPattern("yyyyMMdd'T'HHmmss'Z'")
+        .withZone(java.time.ZoneOffset.UTC).format(java.time.Instant.ofEpochMilli(nowMs));
+    Path target = dir.resolve("relay-v" + fromVersion + "-before-migration-" + stamp + ".db");
+    Path partial = dir.resolve(target.getFileName() + ".partial");
+    Files.deleteIfExists(partial); // a link there is removed, never followed
+    Files.createFile(partial, PosixFilePermissions.asFileAttribute(StoreFiles.OWNER_FILE));
+    try {
+      onlineBackup(src, partial);
+      try (Connection copy = connect(partial, 5000)) {
+        journalDelete(copy);
+        List<String> problems = StoreIntegrity.quickCheck(copy);
+        if (!problems.isEmpty()) {
+          throw new SQLException("the copy failed quick_check: " + String.join("; ", problems));
+        }
+        if (schemaVersion(copy) != fromVersion) {
+          throw new SQLException("the copy has schema version " + schemaVersion(copy) + ", not " + fromVersion);
+        }
+      }
+      try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(partial,
+          java.nio.file.StandardOpenOption.WRITE)) {
+        ch.force(true);
+      }
+      Files.createLink(target, partial); // fails rather than overwrite
+      try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(dir,
+          java.nio.file.StandardOpenOption.READ)) {
+        ch.force(true);
+      } catch (IOException | RuntimeException e) {
+        // directory sync is not supported everywhere; the file itself is synced
+      }
+      return target;
+    } finally {
+      Files.deleteIfExists(partial);
     }
   }
 

@@ -93,8 +93,17 @@ public final class SqliteRelayStore implements RelayStore {
     this.trust = new TrustCommands(this, conn, clock);
   }
 
-  /** What {@link #open} did to the epoch, for the startup log line. */
-  public record OpenReport(boolean created, String epochRotatedReason, String previousEpoch) {}
+  /**
+   * What {@link #open} did, for the startup log line.
+   *
+   * @param created a new store was created
+   * @param epochRotatedReason why the epoch was rotated at open, or null
+   * @param previousEpoch the epoch before that rotation, or null
+   * @param migratedFrom the schema version the store was migrated from, 0 when it was not migrated
+   * @param migrationBackup the automatic backup taken before that migration (issue 12 item 13), or null
+   */
+  public record OpenReport(boolean created, String epochRotatedReason, String previousEpoch, int migratedFrom,
+      Path migrationBackup) {}
 
   private OpenReport openReport;
   private final java.util.Map<String, PreparedStatement> statements = new java.util.HashMap<>();
@@ -165,7 +174,7 @@ public final class SqliteRelayStore implements RelayStore {
     try {
       closedCleanly = CleanClose.consume(file);
     } catch (IOException e) {
-      throw new StoreOpenException("cannot remove the clean-close marker next to " + file + ": " + e.getMessage(), e);
+      throw new StoreOpenException("cannot remove the clean-close marker next to " + file + ": " + StoreFiles.reason(e), e);
     }
     Connection conn;
     try {
@@ -188,8 +197,9 @@ public final class SqliteRelayStore implements RelayStore {
       } else {
         StoreIntegrity.requireQuickCheck(conn, file); // a damaged store is refused, never served (issue 10 item 2)
       }
+      Path migrationBackup = backupBeforeMigration(conn, file, clock);
       SqliteRelayStore store = new SqliteRelayStore(file, conn, clock, limits, relayPubkey, null);
-      store.openReport = store.initialise(heartbeatStaleMs, verdict);
+      store.openReport = store.initialise(heartbeatStaleMs, verdict, migrationBackup);
       store.refreshIfChangedElsewhere(); // loads the enrolment cache
       return store;
     } catch (SQLException e) {
@@ -209,6 +219,45 @@ public final class SqliteRelayStore implements RelayStore {
   }
 
   /**
+   * Before a store of an older schema version is migrated: the automatic backup of the store as it is (issue 12 item
+   * 13, {@link SqliteOps#backupBeforeMigration}), and a log line naming it. A store that is new, current, newer or not
+   * a valid store gets none (the open decides about it as before).
+   *
+   * @return the backup file, or null when no migration follows
+   */
+  private static Path backupBeforeMigration(Connection conn, Path file, Clock clock) throws SQLException,
+      StoreOpenException {
+    int v = SqliteOps.schemaVersionOf(conn);
+    if (v < 1 || v >= SCHEMA_VERSION) {
+      return null;
+    }
+    StoreIntegrity.requireValidMetadata(conn, file); // a store that will be refused is not copied first
+    try {
+      Path backup = SqliteOps.backupBeforeMigration(conn, file.getParent(), v, io.mbxrelay.store.ClockGuard.wallMillis(clock));
+      LOG.warn("store schema version {} will be migrated to {}: a one-way step (the reference relay and older"
+          + " binaries refuse version {}); the store as it was is backed up first [backup: {}] (docs/wire-compatibility.md"
+          + " \"Rolling back to the reference relay\")", v, SCHEMA_VERSION, SCHEMA_VERSION, backup);
+      return backup;
+    } catch (IOException | SQLException e) {
+      String why = e instanceof IOException io ? StoreFiles.reason(io) : e.getMessage();
+      throw new StoreOpenException("cannot back up " + file + " before migrating it from schema version " + v + " to "
+          + SCHEMA_VERSION + " (" + why + "); nothing was changed. Make room in " + file.getParent()
+          + " and start again", e);
+    }
+  }
+
+  /**
+   * Whether the store in {@code storeDir} was closed cleanly (its WAL checkpointed and truncated, the clean-close
+   * marker written) and not opened since. For the stop's last log line.
+   *
+   * @param storeDir the store directory
+   * @return true when the marker is there
+   */
+  public static boolean closedCleanly(Path storeDir) {
+    return Files.exists(storeDir.resolve(CleanClose.FILE));
+  }
+
+  /**
    * Creates the store directory with mode 0700 when it is missing.
    *
    * @param dir the store directory
@@ -224,7 +273,7 @@ public final class SqliteRelayStore implements RelayStore {
         }
       }
     } catch (IOException e) {
-      throw new StoreOpenException("cannot create the store directory " + dir + ": " + e.getMessage(), e);
+      throw new StoreOpenException("cannot create the store directory " + dir + ": " + StoreFiles.reason(e), e);
     }
   }
 
@@ -308,7 +357,7 @@ public final class SqliteRelayStore implements RelayStore {
     this.commitTimer = Objects.requireNonNull(timer);
   }
 
-  private OpenReport initialise(long heartbeatStaleMs, CommitWatermark.Verdict verdict)
+  private OpenReport initialise(long heartbeatStaleMs, CommitWatermark.Verdict verdict, Path migrationBackup)
       throws SQLException, StoreOpenException {
     long now = clock.millis();
     String nowIso = IsoTime.format(now);
@@ -321,6 +370,7 @@ public final class SqliteRelayStore implements RelayStore {
       boolean created = false;
       String rotatedReason = null;
       String previous = null;
+      int migratedFrom = 0;
       if (!hasMeta) {
         if (tableExists("items") || tableExists("enrolments")) {
           throw new StoreRefusedException(file + " is not a relay store (tables without meta)");
@@ -354,6 +404,10 @@ public final class SqliteRelayStore implements RelayStore {
         if (v < SCHEMA_VERSION) {
           Migrations.migrate(conn, v);
           putMeta("schema_version", Integer.toString(SCHEMA_VERSION));
+          migratedFrom = v;
+          addOp("schema-migrated", "{\"v\":1,\"type\":\"relay-schema-migrated\",\"at\":\"" + nowIso + "\",\"from\":" + v
+              + ",\"to\":" + SCHEMA_VERSION + ",\"backup\":" + (migrationBackup == null ? "null"
+              : "\"" + jsonEsc(migrationBackup.toAbsolutePath().toString()) + "\"") + "}");
         }
         String pinned = meta("relay_pubkey").orElse(null);
         if (pinned == null) {
@@ -424,7 +478,7 @@ public final class SqliteRelayStore implements RelayStore {
       }
       ok = true;
       this.commits = next;
-      return new OpenReport(created, rotatedReason, previous);
+      return new OpenReport(created, rotatedReason, previous, migratedFrom, migratedFrom == 0 ? null : migrationBackup);
     } finally {
       if (!ok) {
         try (Statement st = conn.createStatement()) {

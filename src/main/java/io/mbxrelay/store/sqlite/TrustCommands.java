@@ -308,11 +308,34 @@ final class TrustCommands {
         revoked += update("UPDATE enrolments SET revoked_at=? WHERE host_pubkey=? AND revoked_at IS NULL", at, key);
       }
     }
+    com.fasterxml.jackson.databind.node.ObjectNode receipt = opReceipt("relay-deny", d.kind(), d.value());
+    if (d.note() != null) {
+      receipt.put("note", d.note());
+    }
+    opLog("deny-add", receipt.put("added", added).put("revoked", revoked));
     return new DenyOutcome(added, revoked);
   }
 
   private Boolean undeny(StoreCommand.Undeny u) throws SQLException {
-    return update("DELETE FROM deny_list WHERE kind=? AND value=?", u.kind(), u.value()) > 0;
+    boolean removed = update("DELETE FROM deny_list WHERE kind=? AND value=?", u.kind(), u.value()) > 0;
+    opLog("deny-remove", opReceipt("relay-undeny", u.kind(), u.value()).put("removed", removed));
+    return removed;
+  }
+
+  private com.fasterxml.jackson.databind.node.ObjectNode opReceipt(String type, String kind, String value) {
+    return io.mbxrelay.wire.Json.MAPPER.createObjectNode().put("v", 1).put("type", type).put("at", now())
+        .put("kind", kind).put("value", value).put("via", store == null ? "mbxrelay deny" : "/admin/deny");
+  }
+
+  /**
+   * An ops-log entry in the same transaction as the change (issue 12 item 6: deny changes appear in
+   * {@code mbxrelay log}), from the CLI and from the admin endpoint alike; the last 1,000 entries are kept.
+   */
+  private void opLog(String op, com.fasterxml.jackson.databind.node.ObjectNode receipt) throws SQLException {
+    update("INSERT INTO ops(at, op, receipt) VALUES(?, ?, ?)", now(), op, io.mbxrelay.wire.Json.stringify(receipt));
+    try (java.sql.Statement st = conn.createStatement()) {
+      st.executeUpdate("DELETE FROM ops WHERE id <= (SELECT max(id) FROM ops) - 1000");
+    }
   }
 
   // ---- helpers ----
