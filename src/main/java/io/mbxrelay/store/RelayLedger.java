@@ -22,7 +22,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The relay's store rules over any {@link LedgerBackend} (docs/architecture.md "Store: ledger and backends"): push
- * admission in the order and with the texts of docs/protocol.md "Push v2", the seq rule, quotas, dedup, acks,
+ * admission in the order and with the texts of docs/protocol.md §3, the seq rule, quotas, dedup, acks,
  * enrolment, allowlists, enc-key ads, rotation, the deny list, the expiry sweep and its signed notices, and the v1
  * compatibility commands. It knows no SQL.
  *
@@ -55,6 +55,8 @@ public final class RelayLedger implements RelayStore {
   private final Set<String> newItemTargets = new HashSet<>();
   private long lastIsoMs;
   private String lastIso;
+  /** How deny-list changes came in, for their ops-log entries. */
+  private String denyVia = "/admin/deny";
 
   /**
    * @param backend the backend session (owned: closed with the ledger)
@@ -70,6 +72,18 @@ public final class RelayLedger implements RelayStore {
   /** The backend session. */
   public LedgerBackend backend() {
     return backend;
+  }
+
+  /**
+   * Names the way deny-list changes reach this ledger in their ops-log entries ({@code via}): {@code /admin/deny}
+   * for a relay (the default), {@code mbxrelay deny} for the operator's command beside it.
+   *
+   * @param via the name
+   * @return this ledger
+   */
+  public RelayLedger denyVia(String via) {
+    this.denyVia = Objects.requireNonNull(via);
+    return this;
   }
 
   /** Installs the commit hook (test crash harness only). */
@@ -208,7 +222,7 @@ public final class RelayLedger implements RelayStore {
     return lastIso;
   }
 
-  /** docs/protocol.md "Seq allocation": {@code cur = max(next_seq or 1, now_ms)}; {@code next_seq = cur + 1}. */
+  /** docs/protocol.md §5 "Seq allocation": {@code cur = max(next_seq or 1, now_ms)}; {@code next_seq = cur + 1}. */
   private long allocateSeq(String target, long nowMs) throws StoreException {
     long cur = Math.max(backend.nextSeq(target), nowMs);
     backend.useSeq(target, cur);
@@ -220,7 +234,7 @@ public final class RelayLedger implements RelayStore {
     backend.insertItem(target, row);
   }
 
-  /** The target's allowlist check (docs/protocol.md "Allowlist"): no list → anyone enrolled; else listed keys only. */
+  /** The target's allowlist check (docs/protocol.md §4.3): no list → anyone enrolled; else listed keys only. */
   private boolean senderAccepted(String target, String sender) throws StoreException {
     Optional<Set<String>> list = backend.allowlist(target);
     return list.isEmpty() || list.get().contains(sender);
@@ -235,7 +249,7 @@ public final class RelayLedger implements RelayStore {
   }
 
   /**
-   * Quota checks in the order and with the texts of docs/protocol.md "Quota messages" (the text after
+   * Quota checks in the order and with the texts of docs/protocol.md §3 "Quota messages" (the text after
    * {@code quota:}); null when within quota.
    */
   private String quotaFailure(String sender, Enrolment target, long bytes) throws StoreException {
@@ -275,7 +289,7 @@ public final class RelayLedger implements RelayStore {
   /** The rules, one method per command ({@link CommandHandler}). */
   private final class Rules implements CommandHandler {
 
-    // ---- push (docs/protocol.md "Push v2" steps 5-6) ----
+    // ---- push (docs/protocol.md §3 steps 5-6) ----
 
     @Override
     public List<PushOutcome> pushBatch(StoreCommand.PushBatch b) throws StoreException {
@@ -365,7 +379,7 @@ public final class RelayLedger implements RelayStore {
       return new PushOutcome.Rejected(reason, detail);
     }
 
-    // ---- ack (docs/protocol.md "Ack v2") ----
+    // ---- ack (docs/protocol.md §3) ----
 
     @Override
     public AckOutcome ack(StoreCommand.Ack a) throws StoreException {
@@ -383,7 +397,7 @@ public final class RelayLedger implements RelayStore {
       return new AckOutcome.Done(acked, deleted, head);
     }
 
-    // ---- enrol (docs/protocol.md "Enrolment", the stored part) ----
+    // ---- enrol (docs/protocol.md §4.1, the stored part) ----
 
     @Override
     public EnrolOutcome enrol(StoreCommand.Enrol e) throws StoreException {
@@ -435,7 +449,7 @@ public final class RelayLedger implements RelayStore {
       return true;
     }
 
-    // ---- retention (docs/protocol.md "Sweep") ----
+    // ---- retention (docs/protocol.md §5) ----
 
     @Override
     public SweepCounts sweepBatch(StoreCommand.SweepBatch sb) throws StoreException {
@@ -486,7 +500,7 @@ public final class RelayLedger implements RelayStore {
       return new SweepCounts(rows.size(), envelopes, receipts, expired, notices, notEnrolled, overCap, freed);
     }
 
-    /** The signed {@code relay-expired} notice for an expired envelope (docs/protocol.md "Expiry notices"). */
+    /** The signed {@code relay-expired} notice for an expired envelope (docs/protocol.md §4.10). */
     private byte[] expiryNotice(ItemRow r, String at, java.util.function.Function<byte[], String> signer) {
       ObjectNode notice = Json.MAPPER.createObjectNode();
       notice.put("v", 1);
@@ -526,7 +540,7 @@ public final class RelayLedger implements RelayStore {
       return moved;
     }
 
-    // ---- trust (docs/protocol.md "Allowlist", "Enc-key ads", "Rotation"; docs/deny-list.md) ----
+    // ---- trust (docs/protocol.md §4.3, "Enc-key ads", "Rotation"; docs/deny-list.md) ----
 
     @Override
     public SendersOutcome publishSenders(StoreCommand.PublishSenders p) throws StoreException {
@@ -639,12 +653,30 @@ public final class RelayLedger implements RelayStore {
           }
         }
       }
+      ObjectNode receipt = denyReceipt("relay-deny", d.kind(), d.value(), at).put("note", d.note());
+      opLog("deny-add", receipt.put("added", added).put("revoked", revoked), at);
       return new DenyOutcome(added, revoked);
     }
 
     @Override
     public Boolean undeny(StoreCommand.Undeny u) throws StoreException {
-      return backend.removeDeny(u.kind(), u.value());
+      String at = IsoTime.format(clock.millis());
+      boolean removed = backend.removeDeny(u.kind(), u.value());
+      opLog("deny-remove", denyReceipt("relay-undeny", u.kind(), u.value(), at).put("removed", removed), at);
+      return removed;
+    }
+
+    private ObjectNode denyReceipt(String type, String kind, String value, String at) {
+      return Json.MAPPER.createObjectNode().put("v", 1).put("type", type).put("at", at).put("kind", kind)
+          .put("value", value).put("via", denyVia);
+    }
+
+    /**
+     * An ops-log entry in the same transaction as the change (deny changes appear in {@code mbxrelay log}), from the
+     * operator's command and from the admin endpoint alike.
+     */
+    private void opLog(String op, ObjectNode receipt, String at) throws StoreException {
+      backend.logOp(op, Json.stringify(receipt), at);
     }
 
     // ---- v1 compatibility (docs/wire-compatibility.md) ----

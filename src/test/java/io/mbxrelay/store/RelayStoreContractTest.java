@@ -40,7 +40,7 @@ import org.junit.jupiter.api.Test;
  * The store contract (docs/architecture.md "Store: ledger and backends"), run against every backend: a subclass per
  * backend opens a fresh store, reopens the same one, and opens its {@link RelayReads}. Every command, every read,
  * every rejection text, the seq rule, dedup across a restart, quotas, rotation and the sweep. The clock starts at 0 ms
- * so seqs are 1, 2, 3 until a test moves it.
+ * so seqs are 1, 2, 3 until a test moves it (docs/protocol.md §5 "Seq allocation").
  */
 public abstract class RelayStoreContractTest {
   protected static final Clock EPOCH_ZERO = Clock.fixed(Instant.EPOCH, ZoneOffset.UTC);
@@ -302,7 +302,7 @@ public abstract class RelayStoreContractTest {
     assertThat(push(c, "3", target(b, "3"))).isEqualTo(rejected("sender not accepted by target"));
   }
 
-  // ---- quotas (docs/protocol.md "Quota messages") ----
+  // ---- quotas (docs/protocol.md §3 "Quota messages") ----
 
   @Test
   void every_quota_refuses_the_whole_item_with_its_text() throws Exception {

@@ -18,7 +18,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Operator access to a store's deny list without the relay key (the {@code mbxrelay deny} CLI; seed 000 §8
+ * Operator access to a store's deny list without the relay key (the {@code mbxrelay deny} CLI; docs/protocol.md §7.8
  * "Revocation"). Each call opens its own connection, runs one {@code BEGIN IMMEDIATE} transaction with the same
  * logic as the writer's {@link StoreCommand.Deny}/{@link StoreCommand.Undeny} and closes it. Safe beside a running
  * relay: SQLite serializes the two writers (busy timeout 5 s); the admin endpoint is the preferred path while the
@@ -102,7 +102,8 @@ public final class DenyListFile {
   private static Object write(Path storeDir, Clock clock, StoreCommand<?> command) throws StoreException {
     try (Connection c = open(storeDir)) {
       // the writer's own rules over a session on this connection (one transaction, like a relay's command)
-      RelayLedger ledger = new RelayLedger(SqliteBackend.session(c, clock), clock, OPERATOR_LIMITS.get());
+      RelayLedger ledger = new RelayLedger(SqliteBackend.session(c, clock), clock, OPERATOR_LIMITS.get())
+          .denyVia("mbxrelay deny");
       try {
         return ledger.execute(command);
       } finally {

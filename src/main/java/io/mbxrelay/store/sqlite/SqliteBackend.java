@@ -103,8 +103,17 @@ public final class SqliteBackend implements LedgerBackend {
 
   private String sessionPubkey;
 
-  /** What {@link #open} did to the epoch, for the startup log line. */
-  public record OpenReport(boolean created, String epochRotatedReason, String previousEpoch) {}
+  /**
+   * What {@link #open} did, for the startup log line.
+   *
+   * @param created a new store was created
+   * @param epochRotatedReason why the epoch was rotated at open, or null
+   * @param previousEpoch the epoch before that rotation, or null
+   * @param migratedFrom the schema version the store was migrated from, 0 when it was not migrated
+   * @param migrationBackup the automatic backup taken before that migration (issue 12 item 13), or null
+   */
+  public record OpenReport(boolean created, String epochRotatedReason, String previousEpoch, int migratedFrom,
+      Path migrationBackup) {}
 
   private OpenReport openReport;
   private final java.util.Map<String, PreparedStatement> statements = new java.util.HashMap<>();
@@ -139,7 +148,7 @@ public final class SqliteBackend implements LedgerBackend {
    * @param relayPubkey the relay's public key; a new store pins it, an existing one must match
    * @param clock time source (tests inject one)
    * @param busyTimeoutMs SQLite busy timeout
-   * @param heartbeatStaleMs a stored heartbeat further than this from now rotates the epoch (wire.md §5); 0 = never
+   * @param heartbeatStaleMs a stored heartbeat further than this from now rotates the epoch (docs/protocol.md §5); 0 = never
    * @param acceptLostCommits the operator accepts a store behind its watermark ({@code serve --accept-lost-commits})
    * @return the open store
    * @throws StoreOpenException newer schema, another relay key, not a store, unreadable; {@link StoreRefusedException}
@@ -157,7 +166,7 @@ public final class SqliteBackend implements LedgerBackend {
     try {
       closedCleanly = CleanClose.consume(file);
     } catch (IOException e) {
-      throw new StoreOpenException("cannot remove the clean-close marker next to " + file + ": " + e.getMessage(), e);
+      throw new StoreOpenException("cannot remove the clean-close marker next to " + file + ": " + StoreFiles.reason(e), e);
     }
     Connection conn;
     try {
@@ -180,8 +189,9 @@ public final class SqliteBackend implements LedgerBackend {
       } else {
         StoreIntegrity.requireQuickCheck(conn, file); // a damaged store is refused, never served (issue 10 item 2)
       }
+      Path migrationBackup = backupBeforeMigration(conn, file, clock);
       SqliteBackend store = new SqliteBackend(file, conn, clock, relayPubkey);
-      store.openReport = store.initialise(heartbeatStaleMs, verdict);
+      store.openReport = store.initialise(heartbeatStaleMs, verdict, migrationBackup);
       store.refresh(); // loads the enrolment cache
       return store;
     } catch (SQLException e) {
@@ -201,6 +211,45 @@ public final class SqliteBackend implements LedgerBackend {
   }
 
   /**
+   * Before a store of an older schema version is migrated: the automatic backup of the store as it is (issue 12 item
+   * 13, {@link SqliteOps#backupBeforeMigration}), and a log line naming it. A store that is new, current, newer or not
+   * a valid store gets none (the open decides about it as before).
+   *
+   * @return the backup file, or null when no migration follows
+   */
+  private static Path backupBeforeMigration(Connection conn, Path file, Clock clock) throws SQLException,
+      StoreOpenException {
+    int v = SqliteOps.schemaVersionOf(conn);
+    if (v < 1 || v >= RelayStore.SCHEMA_VERSION) {
+      return null;
+    }
+    StoreIntegrity.requireValidMetadata(conn, file); // a store that will be refused is not copied first
+    try {
+      Path backup = SqliteOps.backupBeforeMigration(conn, file.getParent(), v, io.mbxrelay.store.ClockGuard.wallMillis(clock));
+      LOG.warn("store schema version {} will be migrated to {}: a one-way step (the reference relay and older"
+          + " binaries refuse version {}); the store as it was is backed up first [backup: {}] (docs/wire-compatibility.md"
+          + " \"Rolling back to the reference relay\")", v, RelayStore.SCHEMA_VERSION, RelayStore.SCHEMA_VERSION, backup);
+      return backup;
+    } catch (IOException | SQLException e) {
+      String why = e instanceof IOException io ? StoreFiles.reason(io) : e.getMessage();
+      throw new StoreOpenException("cannot back up " + file + " before migrating it from schema version " + v + " to "
+          + RelayStore.SCHEMA_VERSION + " (" + why + "); nothing was changed. Make room in " + file.getParent()
+          + " and start again", e);
+    }
+  }
+
+  /**
+   * Whether the store in {@code storeDir} was closed cleanly (its WAL checkpointed and truncated, the clean-close
+   * marker written) and not opened since. For the stop's last log line.
+   *
+   * @param storeDir the store directory
+   * @return true when the marker is there
+   */
+  public static boolean closedCleanly(Path storeDir) {
+    return Files.exists(storeDir.resolve(CleanClose.FILE));
+  }
+
+  /**
    * Creates the store directory with mode 0700 when it is missing.
    *
    * @param dir the store directory
@@ -216,7 +265,7 @@ public final class SqliteBackend implements LedgerBackend {
         }
       }
     } catch (IOException e) {
-      throw new StoreOpenException("cannot create the store directory " + dir + ": " + e.getMessage(), e);
+      throw new StoreOpenException("cannot create the store directory " + dir + ": " + StoreFiles.reason(e), e);
     }
   }
 
@@ -284,7 +333,7 @@ public final class SqliteBackend implements LedgerBackend {
     this.commitTimer = Objects.requireNonNull(timer);
   }
 
-  private OpenReport initialise(long heartbeatStaleMs, CommitWatermark.Verdict verdict)
+  private OpenReport initialise(long heartbeatStaleMs, CommitWatermark.Verdict verdict, Path migrationBackup)
       throws SQLException, StoreOpenException {
     long now = clock.millis();
     String nowIso = IsoTime.format(now);
@@ -297,6 +346,7 @@ public final class SqliteBackend implements LedgerBackend {
       boolean created = false;
       String rotatedReason = null;
       String previous = null;
+      int migratedFrom = 0;
       if (!hasMeta) {
         if (tableExists("items") || tableExists("enrolments")) {
           throw new StoreRefusedException(file + " is not a relay store (tables without meta)");
@@ -330,6 +380,10 @@ public final class SqliteBackend implements LedgerBackend {
         if (v < RelayStore.SCHEMA_VERSION) {
           Migrations.migrate(conn, v);
           putMeta("schema_version", Integer.toString(RelayStore.SCHEMA_VERSION));
+          migratedFrom = v;
+          addOp("schema-migrated", "{\"v\":1,\"type\":\"relay-schema-migrated\",\"at\":\"" + nowIso + "\",\"from\":" + v
+              + ",\"to\":" + RelayStore.SCHEMA_VERSION + ",\"backup\":" + (migrationBackup == null ? "null"
+              : "\"" + jsonEsc(migrationBackup.toAbsolutePath().toString()) + "\"") + "}");
         }
         String pinned = meta("relay_pubkey").orElse(null);
         if (pinned == null) {
@@ -343,7 +397,7 @@ public final class SqliteBackend implements LedgerBackend {
           putMeta("epoch", UUID.randomUUID().toString());
         }
         if (meta("expiry_from").isEmpty()) {
-          // wire.md §5 expiry_from: history of unknown origin never expires; only items pushed from now on do.
+          // docs/protocol.md §5 expiry_from: history of unknown origin never expires; only items pushed from now on do.
           try (Statement st = conn.createStatement()) {
             st.executeUpdate("UPDATE items SET expires_at = NULL WHERE kind <> 'expired'");
           }
@@ -352,7 +406,7 @@ public final class SqliteBackend implements LedgerBackend {
         Optional<String> hb = meta("heartbeat");
         if (verdict.behind()) {
           // The operator accepted a store that lost commits (serve --accept-lost-commits): a new epoch makes senders
-          // re-push what they hold and receivers pull again from 0 (seed 000 §5), exactly as after a restore.
+          // re-push what they hold and receivers pull again from 0 (docs/protocol.md §7.5), exactly as after a restore.
           rotatedReason = "lost commits accepted";
           previous = meta("epoch").orElseThrow();
           String next = UUID.randomUUID().toString();
@@ -400,7 +454,7 @@ public final class SqliteBackend implements LedgerBackend {
       }
       ok = true;
       this.commits = next;
-      return new OpenReport(created, rotatedReason, previous);
+      return new OpenReport(created, rotatedReason, previous, migratedFrom, migratedFrom == 0 ? null : migrationBackup);
     } finally {
       if (!ok) {
         try (Statement st = conn.createStatement()) {
@@ -713,7 +767,7 @@ public final class SqliteBackend implements LedgerBackend {
     return u.bySender;
   }
 
-  /** Items and bytes queued for the live hosts of an account (wire.md §3 owner quota). */
+  /** Items and bytes queued for the live hosts of an account (docs/protocol.md §3 owner quota). */
   private long[] accountUsageRow(String account) throws SQLException {
     long[] u = state.accountUsage.get(account);
     if (u == null) {

@@ -27,9 +27,6 @@ public final class SqliteRelayStore implements RelayStore {
   /** Called after all commands of a transaction ran and before COMMIT, and right after it (test crash harness). */
   public interface CommitHook extends RelayLedger.CommitHook {}
 
-  /** What {@link #open} did to the epoch, for the startup log line. */
-  public record OpenReport(boolean created, String epochRotatedReason, String previousEpoch) {}
-
   private final SqliteBackend backend;
   private final RelayLedger ledger;
 
@@ -97,10 +94,19 @@ public final class SqliteRelayStore implements RelayStore {
     return SqliteBackend.classify(what, e);
   }
 
-  /** What the open did (created, epoch rotated and why). */
-  public OpenReport openReport() {
-    SqliteBackend.OpenReport r = backend.openReport();
-    return new OpenReport(r.created(), r.epochRotatedReason(), r.previousEpoch());
+  /** What the open did (created, epoch rotated and why, migrated and its backup). */
+  public SqliteBackend.OpenReport openReport() {
+    return backend.openReport();
+  }
+
+  /**
+   * Whether the store in {@code storeDir} was closed cleanly and not opened since ({@link SqliteBackend#closedCleanly}).
+   *
+   * @param storeDir the store directory
+   * @return true when the clean-close marker is there
+   */
+  public static boolean closedCleanly(Path storeDir) {
+    return SqliteBackend.closedCleanly(storeDir);
   }
 
   /** The ledger over this store's backend. */
