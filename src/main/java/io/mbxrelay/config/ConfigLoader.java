@@ -232,6 +232,10 @@ public final class ConfigLoader {
       v.add("log.level (MBX_RELAY_LOG_LEVEL) must be one of " + String.join(", ", LOG_LEVELS) + " (is "
           + c.log().level() + ")");
     }
+    if (!RelayConfig.STORE_BACKENDS.contains(c.store().backend())) {
+      v.add("store.backend must be one of " + String.join(", ", RelayConfig.STORE_BACKENDS) + " (got \""
+          + c.store().backend() + "\")");
+    }
     range(v, "store.readPoolSize", c.store().readPoolSize(), 1, 64);
     range(v, "store.writerBatchMax", c.store().writerBatchMax(), 1, 10_000);
     range(v, "store.writerTimeoutMs", c.store().writerTimeoutMs(), 1000, 600_000);

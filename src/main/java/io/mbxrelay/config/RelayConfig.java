@@ -21,6 +21,9 @@ import java.util.Objects;
 public record RelayConfig(Http http, Store store, Limits limits, Timers timers, Enrolment enrolment, Admin admin,
     Log log, Trust trust) {
 
+  /** The values of {@code store.backend} this build can open ({@code io.mbxrelay.server.RelayServer#start}). */
+  public static final java.util.List<String> STORE_BACKENDS = java.util.List.of("sqlite");
+
   public RelayConfig {
     Objects.requireNonNull(http, "http");
     Objects.requireNonNull(store, "store");
@@ -105,6 +108,8 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
   /**
    * Store side.
    *
+   * @param backend which store backend holds the relay's state: {@code sqlite} (the embedded store in the store
+   *     directory; the only one in this build). docs/architecture.md "Store: ledger and backends"
    * @param readPoolSize read-only SQLite connections in the Agroal pool behind the Vert.x JDBC client
    * @param writerBatchMax most write commands (one push request is one command) the writer runs in one transaction
    *     (group commit)
@@ -121,7 +126,7 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    * @param minFreeBytes free space the store's file system must keep, bytes: below it new pushes are refused (503) and
    *     {@code /ready} is 503, so acks, enrolments and the heartbeat still find room (issue 10 item 9; 0 = no floor)
    */
-  public record Store(int readPoolSize, int writerBatchMax, long writerTimeoutMs, long busyTimeoutMs,
+  public record Store(String backend, int readPoolSize, int writerBatchMax, long writerTimeoutMs, long busyTimeoutMs,
       int writerBatchMaxRows, long writerBatchMaxBytes, long writerCommitDelayMs, long watermarkIntervalMs,
       long minFreeBytes) {}
 

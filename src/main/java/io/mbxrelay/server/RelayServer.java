@@ -20,6 +20,8 @@ import io.mbxrelay.store.DiskSpace;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.store.sqlite.CommitWatermark;
 import io.mbxrelay.store.sqlite.SqliteOps;
+import io.mbxrelay.store.RelayReads;
+import io.mbxrelay.store.sqlite.SqliteReads;
 import io.mbxrelay.store.sqlite.SqliteRelayStore;
 import io.mbxrelay.store.sqlite.StoreFiles;
 import io.mbxrelay.store.sqlite.StoreLock;
@@ -106,7 +108,7 @@ public final class RelayServer implements AutoCloseable {
 
   private final Vertx vertx;
   private final StoreLock lock;
-  private final io.mbxrelay.store.RelayReads reads;
+  private final RelayReads reads;
   private final RelayServices services;
   private final io.mbxrelay.store.sqlite.SqliteBackend.OpenReport openReport;
   private final List<String> deployments;
@@ -120,7 +122,7 @@ public final class RelayServer implements AutoCloseable {
   private boolean closed;
   private int adminPort = -1;
 
-  private RelayServer(Vertx vertx, StoreLock lock, io.mbxrelay.store.RelayReads reads, RelayServices services,
+  private RelayServer(Vertx vertx, StoreLock lock, RelayReads reads, RelayServices services,
       io.mbxrelay.store.sqlite.SqliteBackend.OpenReport openReport, List<String> deployments, int port) {
     this.vertx = vertx;
     this.lock = lock;
@@ -141,6 +143,21 @@ public final class RelayServer implements AutoCloseable {
    * @throws Exception when the store cannot be locked or opened, or a verticle fails to deploy
    */
   public static RelayServer start(RelayConfig config, Ed25519KeyPair relayKey, Options options) throws Exception {
+    // The store backend (docs/architecture.md "Store: ledger and backends"). Every backend gives the writer a
+    // RelayStore (a RelayLedger over its LedgerBackend), the routes a RelayReads and the hop check an EnrolmentCache;
+    // what follows opens the embedded SQLite store with its store-directory guards (lock, file modes, commit
+    // watermark, free-space floor). Another backend adds its case here and opens its own pair.
+    switch (config.store().backend()) {
+      case "sqlite" -> {
+        return startSqlite(config, relayKey, options);
+      }
+      default -> throw new IllegalArgumentException("store.backend " + config.store().backend()
+          + " is not in this build (" + String.join(", ", RelayConfig.STORE_BACKENDS) + ")");
+    }
+  }
+
+  private static RelayServer startSqlite(RelayConfig config, Ed25519KeyPair relayKey, Options options)
+      throws Exception {
     SqliteRelayStore.createStoreDir(options.storeDir());
     for (String note : StoreFiles.secure(options.storeDir())) {
       LOG.warn("store files [{}]", note);
@@ -200,7 +217,7 @@ public final class RelayServer implements AutoCloseable {
       deployments.add(await(vertx.deployVerticle(writer, new DeploymentOptions()
           .setThreadingModel(ThreadingModel.WORKER).setWorkerPoolName("mbx-writer").setWorkerPoolSize(1))));
       openedStore = null; // the writer owns it now and closes it when undeployed
-      io.mbxrelay.store.sqlite.SqliteReads reads = io.mbxrelay.store.sqlite.SqliteReads.open(vertx, store.file(), config.store().readPoolSize(),
+      RelayReads reads = SqliteReads.open(vertx, store.file(), config.store().readPoolSize(),
           config.store().busyTimeoutMs());
       RelayConfig.Limits l = config.limits();
       // ---- trust (issue 3): authority, issuer keys, replay cache, admin token ----

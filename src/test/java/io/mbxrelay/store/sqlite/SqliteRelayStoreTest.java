@@ -211,7 +211,7 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
       st.executeUpdate("UPDATE meta SET v='2' WHERE k='schema_version'");
     }
     ch.qos.logback.classic.Logger log = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory
-        .getLogger(SqliteRelayStore.class);
+        .getLogger(SqliteBackend.class);
     ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> lines =
         new ch.qos.logback.core.read.ListAppender<>();
     lines.start();
