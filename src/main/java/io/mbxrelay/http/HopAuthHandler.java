@@ -159,7 +159,8 @@ final class HopAuthHandler implements Handler<RoutingContext> {
         // can use up another host's window by sending its key with a bad signature.
         long waitMs = s.pushRate().msUntilAllowed(candidates.get(0).hostPubkey(), now());
         if (waitMs > 0) {
-          s.metrics().itemRejected(io.mbxrelay.store.RejectReason.RATE); // counted once per refused request: its items were not read
+          // counted once per refused request: its items were not read
+          s.metrics().itemRejected(io.mbxrelay.store.RejectReason.RATE);
           long retryAfterS = Math.max(1, (waitMs + 999) / 1000);
           String text = "push rate exceeded (" + limits.pushRequestsPerMinute() + "/min)";
           return v2 ? new Refusal(429, new RelayError(429, text, null).body(), retryAfterS)
