@@ -166,7 +166,8 @@ public interface LedgerBackend extends AutoCloseable {
 
   /**
    * The next seq the target would get ({@code 1} when none was ever allocated). A concurrent backend locks the
-   * target's counter here until the transaction ends, so two transactions never allocate the same seq.
+   * target's counter here until the transaction ends, so two transactions never allocate the same seq. Also called
+   * outside a transaction ({@link RelayLedger#headSeq}): then a plain read of the committed value.
    */
   long nextSeq(String target) throws StoreException;
 
