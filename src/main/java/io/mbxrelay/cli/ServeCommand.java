@@ -125,6 +125,7 @@ public final class ServeCommand implements Callable<Integer> {
       return 0;
     }
     LogSetup.apply(cfg.log().json(), cfg.log().level());
+    boolean json = cfg.log().json();
     current = cfg;
     // a SIGHUP while the store opens (logrotate, a reload during a restart) must not end the process
     Signals.handle("HUP", () -> LOG.info("SIGHUP while starting: ignored"));
@@ -133,35 +134,35 @@ public final class ServeCommand implements Callable<Integer> {
     try {
       SqliteRelayStore.createStoreDir(dir);
       for (String note : StoreFiles.secure(dir)) {
-        System.err.println("[mbxrelay] " + note);
+        note(json, note);
       }
       restoreFromEnv(dir, env.get("MBX_RELAY_RESTORE_FROM"));
       // before the key or the lock is created: a dir that held a store never silently becomes a new one
       StoreFiles.refuseLostStore(dir, newStore, System.currentTimeMillis())
-          .ifPresent(note -> System.err.println("[mbxrelay] " + note));
+          .ifPresent(note -> note(json, note));
       try {
         key = RelayKeys.loadOrCreate(dir, env.get(RelayKeys.ENV));
       } catch (java.io.IOException e) {
         Path keyFile = dir.resolve(RelayKeys.FILE_NAME);
-        System.err.println("[mbxrelay] cannot " + (java.nio.file.Files.exists(keyFile) ? "read" : "create")
+        fatal(json, "cannot " + (java.nio.file.Files.exists(keyFile) ? "read" : "create")
             + " the relay key file " + keyFile + ": " + StoreFiles.reason(e));
         return 1;
       }
       server = RelayServer.start(cfg, key, new RelayServer.Options(listenPort, listenBind, dir,
           mode, crash, Clock.systemUTC(), run -> {}, (c, n, f) -> {}, acceptClock, acceptLostCommits));
     } catch (StoreRefusedException e) {
-      System.err.println("[mbxrelay] store refused: " + e.getMessage());
+      fatal(json, "store refused: " + e.getMessage());
       return EXIT_STORE_REFUSED;
     } catch (RelayKeyException | StoreOpenException | RelayServer.ListenException e) {
-      System.err.println("[mbxrelay] cannot start: " + e.getMessage());
+      fatal(json, "cannot start: " + e.getMessage());
       return 1;
     } catch (Exception e) {
-      System.err.println("[mbxrelay] cannot start: " + rootMessage(e));
+      fatal(json, "cannot start: " + rootMessage(e));
       return 1;
     }
     SqliteRelayStore.OpenReport report = server.openReport();
     if (report.epochRotatedReason() != null) {
-      System.err.println("[mbxrelay] epoch rotated at startup (" + report.epochRotatedReason() + "): "
+      note(json, "epoch rotated at startup (" + report.epochRotatedReason() + "): "
           + report.previousEpoch() + " -> " + server.epoch());
     }
     LOG.info("relay started [version: {}] [store: {}] [epoch: {}] [relay key: {}] [port: {}] [admin: {}:{}]"
@@ -297,6 +298,29 @@ public final class ServeCommand implements Callable<Integer> {
   private static void banner(boolean json, String line) {
     if (json) {
       LOG.info(line);
+    } else {
+      System.err.println("[mbxrelay] " + line);
+      System.err.flush();
+    }
+  }
+
+  /**
+   * A start note for the operator (a tightened store dir, a rotated epoch): like {@link #banner}, a {@code [mbxrelay]}
+   * line on stderr, or in JSON log mode a WARN event, so stderr stays one JSON object per line (issue 12 item 7).
+   */
+  private static void note(boolean json, String line) {
+    if (json) {
+      LOG.warn(line);
+    } else {
+      System.err.println("[mbxrelay] " + line);
+      System.err.flush();
+    }
+  }
+
+  /** Why the relay did not start: a {@code [mbxrelay]} line on stderr, or in JSON log mode an ERROR event. */
+  private static void fatal(boolean json, String line) {
+    if (json) {
+      LOG.error(line);
     } else {
       System.err.println("[mbxrelay] " + line);
       System.err.flush();
