@@ -66,6 +66,7 @@ public final class AdminVerticle extends VerticleBase {
   private volatile int actualPort = -1;
   private final ClockGuard clock;
   private final DiskSpace disk;
+  private volatile boolean stopping;
 
   /**
    * @param services shared services (config, store client, read store, metrics)
@@ -165,9 +166,20 @@ public final class AdminVerticle extends VerticleBase {
         });
   }
 
+  /**
+   * The relay is stopping (issue 12 item 1): from now on {@code /ready} answers 503 with "relay is stopping", so a
+   * load balancer takes it out of rotation while in-flight requests finish. Safe on any thread.
+   */
+  public void stopping() {
+    stopping = true;
+  }
+
   /** The failing readiness checks, empty when ready. Safe on any thread. */
   List<String> failing() {
     List<String> out = new ArrayList<>();
+    if (stopping) {
+      out.add("relay is stopping");
+    }
     if (writer.failStopped()) {
       out.add("writer stopped after store corruption (fail-stop)");
     }

@@ -24,8 +24,8 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * The server's read path (STYLE: "reads ─► ReadStore: Vert.x JDBC pool over an Agroal DataSource of read-only SQLite
- * connections (WAL)"). Readers never block the writer and see only committed data.
+ * The server's read path (docs/architecture.md "Reads see every commit": a Vert.x JDBC pool over an Agroal
+ * DataSource of read-only SQLite connections, WAL). Readers never block the writer and see only committed data.
  *
  * <p>Safe on any event loop; every method returns a future completed on the caller's context.
  */
@@ -94,7 +94,7 @@ public final class ReadStore implements AutoCloseable {
   }
 
   /**
-   * Live enrolments carrying a name, case-insensitively, newest enrolled first (wire.md §2 v1 hop, §4.6).
+   * Live enrolments carrying a name, case-insensitively, newest enrolled first (docs/protocol.md §2 v1 hop, §4.6).
    *
    * @param name the name as sent
    * @param limit most rows returned (callers ask for one more than they accept, to detect a crowded name)
@@ -127,7 +127,7 @@ public final class ReadStore implements AutoCloseable {
   }
 
   /**
-   * What {@code info.you} needs (wire.md §4.7).
+   * What {@code info.you} needs (docs/protocol.md §4.7).
    *
    * @param headSeq last allocated seq, 0 if none
    * @param ackedThrough stored acked_through, 0 if none
@@ -169,7 +169,7 @@ public final class ReadStore implements AutoCloseable {
   public record PulledItem(long seq, String kind, String itemId, String senderPubkey, byte[] wire, String senderHost) {}
 
   /**
-   * A pull page (wire.md §3 pull v2).
+   * A pull page (docs/protocol.md §3 pull v2).
    *
    * @param headSeq last allocated seq for the target
    * @param items items in seq order, without the damaged ones
@@ -404,7 +404,7 @@ public final class ReadStore implements AutoCloseable {
   // ---- trust reads (issue 3): enc-key ads and the deny list ----
 
   /**
-   * The ads of a live enrolment (wire.md §4.2 GET).
+   * The ads of a live enrolment (docs/protocol.md §4.2 GET).
    *
    * @param hostName the enrolment's stored name
    * @param hostPubkey the key
@@ -439,7 +439,7 @@ public final class ReadStore implements AutoCloseable {
   }
 
   /**
-   * One deny-list entry (seed 000 §8 "Revocation").
+   * One deny-list entry (docs/protocol.md §7.8 "Revocation").
    *
    * @param kind {@code host_fp} or {@code client_id}
    * @param value fingerprint or client id

@@ -2,7 +2,7 @@ package io.mbxrelay.store;
 
 import java.util.List;
 
-/** The stored outcome of one pushed item (wire.md §3 push v2, seed 000 §3). */
+/** The stored outcome of one pushed item (docs/protocol.md §3 push v2, §7.3). */
 public sealed interface PushOutcome {
 
   /**

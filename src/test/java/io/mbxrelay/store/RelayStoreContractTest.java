@@ -18,8 +18,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The {@link RelayStore} contract (seed 000 §2–§4, wire.md §3, §5), run against every implementation. The clock is
- * fixed at 0 ms so seqs are 1, 2, 3 (wire.md §5 "Tests inject now=0").
+ * The {@link RelayStore} contract (docs/protocol.md §3, §5, §7.2–§7.4), run against every implementation. The clock is
+ * fixed at 0 ms so seqs are 1, 2, 3 (docs/protocol.md §5 "Seq allocation": a clock at 0 gives 1, 2, 3).
  */
 public abstract class RelayStoreContractTest {
   protected static final Clock EPOCH_ZERO = Clock.fixed(Instant.EPOCH, ZoneOffset.UTC);

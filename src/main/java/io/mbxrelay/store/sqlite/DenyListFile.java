@@ -17,7 +17,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Operator access to a store's deny list without the relay key (the {@code mbxrelay deny} CLI; seed 000 §8
+ * Operator access to a store's deny list without the relay key (the {@code mbxrelay deny} CLI; docs/protocol.md §7.8
  * "Revocation"). Each call opens its own connection, runs one {@code BEGIN IMMEDIATE} transaction with the same
  * logic as the writer's {@link StoreCommand.Deny}/{@link StoreCommand.Undeny} and closes it. Safe beside a running
  * relay: SQLite serializes the two writers (busy timeout 5 s); the admin endpoint is the preferred path while the

@@ -37,7 +37,7 @@ import org.sqlite.SQLiteErrorCode;
 import org.sqlite.SQLiteException;
 
 /**
- * SQLite implementation of {@link RelayStore} over exactly one write connection (seed 000 §2, wire.md §5).
+ * SQLite implementation of {@link RelayStore} over exactly one write connection (docs/protocol.md §7.2, §5).
  *
  * <p>Threading: not thread-safe; owned by one thread (the writer). Every write runs in {@code BEGIN IMMEDIATE} and
  * results are returned only after {@code COMMIT} returned.
@@ -93,8 +93,17 @@ public final class SqliteRelayStore implements RelayStore {
     this.trust = new TrustCommands(this, conn, clock);
   }
 
-  /** What {@link #open} did to the epoch, for the startup log line. */
-  public record OpenReport(boolean created, String epochRotatedReason, String previousEpoch) {}
+  /**
+   * What {@link #open} did, for the startup log line.
+   *
+   * @param created a new store was created
+   * @param epochRotatedReason why the epoch was rotated at open, or null
+   * @param previousEpoch the epoch before that rotation, or null
+   * @param migratedFrom the schema version the store was migrated from, 0 when it was not migrated
+   * @param migrationBackup the automatic backup taken before that migration (issue 12 item 13), or null
+   */
+  public record OpenReport(boolean created, String epochRotatedReason, String previousEpoch, int migratedFrom,
+      Path migrationBackup) {}
 
   private OpenReport openReport;
   private final java.util.Map<String, PreparedStatement> statements = new java.util.HashMap<>();
@@ -125,7 +134,7 @@ public final class SqliteRelayStore implements RelayStore {
    * @param clock time source (tests inject one)
    * @param limits protocol limits (quotas, retention, caps)
    * @param busyTimeoutMs SQLite busy timeout
-   * @param heartbeatStaleMs a stored heartbeat further than this from now rotates the epoch (wire.md §5); 0 = never
+   * @param heartbeatStaleMs a stored heartbeat further than this from now rotates the epoch (docs/protocol.md §5); 0 = never
    * @return the open store
    * @throws StoreOpenException newer schema, another relay key, not a store, or unreadable
    */
@@ -147,7 +156,7 @@ public final class SqliteRelayStore implements RelayStore {
    * @param clock time source (tests inject one)
    * @param limits protocol limits (quotas, retention, caps)
    * @param busyTimeoutMs SQLite busy timeout
-   * @param heartbeatStaleMs a stored heartbeat further than this from now rotates the epoch (wire.md §5); 0 = never
+   * @param heartbeatStaleMs a stored heartbeat further than this from now rotates the epoch (docs/protocol.md §5); 0 = never
    * @param acceptLostCommits the operator accepts a store behind its watermark ({@code serve --accept-lost-commits})
    * @return the open store
    * @throws StoreOpenException newer schema, another relay key, not a store, unreadable; {@link StoreRefusedException}
@@ -165,7 +174,7 @@ public final class SqliteRelayStore implements RelayStore {
     try {
       closedCleanly = CleanClose.consume(file);
     } catch (IOException e) {
-      throw new StoreOpenException("cannot remove the clean-close marker next to " + file + ": " + e.getMessage(), e);
+      throw new StoreOpenException("cannot remove the clean-close marker next to " + file + ": " + StoreFiles.reason(e), e);
     }
     Connection conn;
     try {
@@ -188,8 +197,9 @@ public final class SqliteRelayStore implements RelayStore {
       } else {
         StoreIntegrity.requireQuickCheck(conn, file); // a damaged store is refused, never served (issue 10 item 2)
       }
+      Path migrationBackup = backupBeforeMigration(conn, file, clock);
       SqliteRelayStore store = new SqliteRelayStore(file, conn, clock, limits, relayPubkey, null);
-      store.openReport = store.initialise(heartbeatStaleMs, verdict);
+      store.openReport = store.initialise(heartbeatStaleMs, verdict, migrationBackup);
       store.refreshIfChangedElsewhere(); // loads the enrolment cache
       return store;
     } catch (SQLException e) {
@@ -209,6 +219,45 @@ public final class SqliteRelayStore implements RelayStore {
   }
 
   /**
+   * Before a store of an older schema version is migrated: the automatic backup of the store as it is (issue 12 item
+   * 13, {@link SqliteOps#backupBeforeMigration}), and a log line naming it. A store that is new, current, newer or not
+   * a valid store gets none (the open decides about it as before).
+   *
+   * @return the backup file, or null when no migration follows
+   */
+  private static Path backupBeforeMigration(Connection conn, Path file, Clock clock) throws SQLException,
+      StoreOpenException {
+    int v = SqliteOps.schemaVersionOf(conn);
+    if (v < 1 || v >= SCHEMA_VERSION) {
+      return null;
+    }
+    StoreIntegrity.requireValidMetadata(conn, file); // a store that will be refused is not copied first
+    try {
+      Path backup = SqliteOps.backupBeforeMigration(conn, file.getParent(), v, io.mbxrelay.store.ClockGuard.wallMillis(clock));
+      LOG.warn("store schema version {} will be migrated to {}: a one-way step (the reference relay and older"
+          + " binaries refuse version {}); the store as it was is backed up first [backup: {}] (docs/wire-compatibility.md"
+          + " \"Rolling back to the reference relay\")", v, SCHEMA_VERSION, SCHEMA_VERSION, backup);
+      return backup;
+    } catch (IOException | SQLException e) {
+      String why = e instanceof IOException io ? StoreFiles.reason(io) : e.getMessage();
+      throw new StoreOpenException("cannot back up " + file + " before migrating it from schema version " + v + " to "
+          + SCHEMA_VERSION + " (" + why + "); nothing was changed. Make room in " + file.getParent()
+          + " and start again", e);
+    }
+  }
+
+  /**
+   * Whether the store in {@code storeDir} was closed cleanly (its WAL checkpointed and truncated, the clean-close
+   * marker written) and not opened since. For the stop's last log line.
+   *
+   * @param storeDir the store directory
+   * @return true when the marker is there
+   */
+  public static boolean closedCleanly(Path storeDir) {
+    return Files.exists(storeDir.resolve(CleanClose.FILE));
+  }
+
+  /**
    * Creates the store directory with mode 0700 when it is missing.
    *
    * @param dir the store directory
@@ -224,7 +273,7 @@ public final class SqliteRelayStore implements RelayStore {
         }
       }
     } catch (IOException e) {
-      throw new StoreOpenException("cannot create the store directory " + dir + ": " + e.getMessage(), e);
+      throw new StoreOpenException("cannot create the store directory " + dir + ": " + StoreFiles.reason(e), e);
     }
   }
 
@@ -308,7 +357,7 @@ public final class SqliteRelayStore implements RelayStore {
     this.commitTimer = Objects.requireNonNull(timer);
   }
 
-  private OpenReport initialise(long heartbeatStaleMs, CommitWatermark.Verdict verdict)
+  private OpenReport initialise(long heartbeatStaleMs, CommitWatermark.Verdict verdict, Path migrationBackup)
       throws SQLException, StoreOpenException {
     long now = clock.millis();
     String nowIso = IsoTime.format(now);
@@ -321,6 +370,7 @@ public final class SqliteRelayStore implements RelayStore {
       boolean created = false;
       String rotatedReason = null;
       String previous = null;
+      int migratedFrom = 0;
       if (!hasMeta) {
         if (tableExists("items") || tableExists("enrolments")) {
           throw new StoreRefusedException(file + " is not a relay store (tables without meta)");
@@ -354,6 +404,10 @@ public final class SqliteRelayStore implements RelayStore {
         if (v < SCHEMA_VERSION) {
           Migrations.migrate(conn, v);
           putMeta("schema_version", Integer.toString(SCHEMA_VERSION));
+          migratedFrom = v;
+          addOp("schema-migrated", "{\"v\":1,\"type\":\"relay-schema-migrated\",\"at\":\"" + nowIso + "\",\"from\":" + v
+              + ",\"to\":" + SCHEMA_VERSION + ",\"backup\":" + (migrationBackup == null ? "null"
+              : "\"" + jsonEsc(migrationBackup.toAbsolutePath().toString()) + "\"") + "}");
         }
         String pinned = meta("relay_pubkey").orElse(null);
         if (pinned == null) {
@@ -367,7 +421,7 @@ public final class SqliteRelayStore implements RelayStore {
           putMeta("epoch", UUID.randomUUID().toString());
         }
         if (meta("expiry_from").isEmpty()) {
-          // wire.md §5 expiry_from: history of unknown origin never expires; only items pushed from now on do.
+          // docs/protocol.md §5 expiry_from: history of unknown origin never expires; only items pushed from now on do.
           try (Statement st = conn.createStatement()) {
             st.executeUpdate("UPDATE items SET expires_at = NULL WHERE kind <> 'expired'");
           }
@@ -376,7 +430,7 @@ public final class SqliteRelayStore implements RelayStore {
         Optional<String> hb = meta("heartbeat");
         if (verdict.behind()) {
           // The operator accepted a store that lost commits (serve --accept-lost-commits): a new epoch makes senders
-          // re-push what they hold and receivers pull again from 0 (seed 000 §5), exactly as after a restore.
+          // re-push what they hold and receivers pull again from 0 (docs/protocol.md §7.5), exactly as after a restore.
           rotatedReason = "lost commits accepted";
           previous = meta("epoch").orElseThrow();
           String next = UUID.randomUUID().toString();
@@ -424,7 +478,7 @@ public final class SqliteRelayStore implements RelayStore {
       }
       ok = true;
       this.commits = next;
-      return new OpenReport(created, rotatedReason, previous);
+      return new OpenReport(created, rotatedReason, previous, migratedFrom, migratedFrom == 0 ? null : migrationBackup);
     } finally {
       if (!ok) {
         try (Statement st = conn.createStatement()) {
@@ -826,12 +880,12 @@ public final class SqliteRelayStore implements RelayStore {
     throw new IllegalArgumentException("unknown command " + command.getClass().getName());
   }
 
-  // ---- push (wire.md §3 push v2 steps 5-6) ----
+  // ---- push (docs/protocol.md §3 push v2 steps 5-6) ----
 
   /**
    * One item, all or nothing over its targets. Per target the quota is checked in memory first; within quota the
    * dedup row is inserted ({@code ON CONFLICT DO NOTHING}) and, when it was new, the item row; only a conflicting
-   * insert or a quota refusal reads the stored dedup row. That is the rule of wire.md §3 step 6 (an existing dedup row
+   * insert or a quota refusal reads the stored dedup row. That is the rule of docs/protocol.md §3 step 6 (an existing dedup row
    * wins over the quota) with one statement less per fresh item. A single-target item writes nothing before it is
    * known to succeed; a multi-target item runs in its own savepoint.
    */
@@ -943,7 +997,7 @@ public final class SqliteRelayStore implements RelayStore {
     }
   }
 
-  /** The target's allowlist check (wire.md §4.3): no list → anyone enrolled; else only listed sender keys. */
+  /** The target's allowlist check (docs/protocol.md §4.3): no list → anyone enrolled; else only listed sender keys. */
   private boolean senderAccepted(String target, String sender) throws SQLException {
     Set<String> list = state.allowlist(target);
     if (list == null) {
@@ -968,7 +1022,7 @@ public final class SqliteRelayStore implements RelayStore {
     return list == WriterState.NO_LIST || list.contains(sender);
   }
 
-  /** Quota checks in the order and with the texts of wire.md §3 "Quota messages"; null when within quota. */
+  /** Quota checks in the order and with the texts of docs/protocol.md §3 "Quota messages"; null when within quota. */
   private String quotaFailure(String sender, Enrolment target, long bytes) throws SQLException {
     String name = target.hostName();
     WriterState.TargetUsage q = usage(target.hostPubkey());
@@ -993,7 +1047,7 @@ public final class SqliteRelayStore implements RelayStore {
         return "owner queue bytes exceeded for " + name;
       }
     }
-    // Beyond wire.md (issue 11 item 8): what one sender holds over all targets, and the whole store.
+    // Beyond the AgentMBX protocol (issue 11 item 8): what one sender holds over all targets, and the whole store.
     long[] t = senderTotal(sender);
     if (t[0] + 1 > limits.maxSenderTotalItems() || t[1] + bytes > limits.maxSenderTotalBytes()) {
       return "sender total exceeded";
@@ -1087,7 +1141,7 @@ public final class SqliteRelayStore implements RelayStore {
     return u.bySender;
   }
 
-  /** Items and bytes queued for the live hosts of an account (wire.md §3 owner quota). */
+  /** Items and bytes queued for the live hosts of an account (docs/protocol.md §3 owner quota). */
   private long[] accountUsage(String account) throws SQLException {
     long[] u = state.accountUsage.get(account);
     if (u == null) {
@@ -1241,7 +1295,7 @@ public final class SqliteRelayStore implements RelayStore {
     state.dirtySeqs.add(target);
   }
 
-  /** wire.md §5 "Seq allocation": {@code cur = max(next_seq or 1, now_ms)}; {@code next_seq = cur + 1}. */
+  /** docs/protocol.md §5 "Seq allocation": {@code cur = max(next_seq or 1, now_ms)}; {@code next_seq = cur + 1}. */
   private long allocateSeq(String target, long nowMs) throws SQLException {
     long cur = Math.max(nextSeq(target), nowMs);
     useSeq(target, cur);
@@ -1317,7 +1371,7 @@ public final class SqliteRelayStore implements RelayStore {
     return n;
   }
 
-  // ---- v1 compatibility (wire.md §3 "v1 endpoints") ----
+  // ---- v1 compatibility (docs/protocol.md §3 "v1 endpoints") ----
 
   /** Empty when stored (or already stored), else the error text; any partial write is rolled back. */
   private Optional<String> pushV1(StoreCommand.PushV1 p) throws SQLException {
@@ -1383,7 +1437,7 @@ public final class SqliteRelayStore implements RelayStore {
     return cursor;
   }
 
-  // ---- expiry sweep (seed 000 §6, wire.md §4.10, §5 "Sweep") ----
+  // ---- expiry sweep (docs/protocol.md §7.6, §4.10, §5 "Sweep") ----
 
   private record Expiring(String target, long seq, String kind, String itemId, String sender, long bytes,
       String acceptedAt) {}
@@ -1424,7 +1478,7 @@ public final class SqliteRelayStore implements RelayStore {
         default -> expired++;
       }
       if (!r.kind.equals("envelope")) {
-        continue; // receipts are advisory and notices never beget notices (seed 000 §6)
+        continue; // receipts are advisory and notices never beget notices (docs/protocol.md §7.6)
       }
       Optional<Enrolment> sender = enrolmentRow(r.sender);
       if (sender.isEmpty() || !sender.get().live()) {
@@ -1514,7 +1568,7 @@ public final class SqliteRelayStore implements RelayStore {
     return moved;
   }
 
-  // ---- ack (wire.md §3 ack v2) ----
+  // ---- ack (docs/protocol.md §3 ack v2) ----
 
   private AckOutcome ack(StoreCommand.Ack a) throws SQLException {
     long head = head(a.targetPubkey());
@@ -1543,7 +1597,7 @@ public final class SqliteRelayStore implements RelayStore {
     return nextSeq(target) - 1;
   }
 
-  // ---- enrol (wire.md §4.1, the stored part) ----
+  // ---- enrol (docs/protocol.md §4.1, the stored part) ----
 
   private EnrolOutcome enrol(StoreCommand.Enrol e) throws SQLException {
     Optional<Enrolment> existing = enrolmentRow(e.hostPubkey());

@@ -20,8 +20,8 @@ import java.util.Optional;
 import java.util.OptionalLong;
 
 /**
- * The trust commands of the SQLite store (issue 3): sender allowlists (wire.md §4.3), enc-key ads (§4.2), rotation
- * (§4.4) and the deny list (seed 000 §8 "Revocation"), plus the deny and client parts of enrolment. Kept apart from
+ * The trust commands of the SQLite store (issue 3): sender allowlists (docs/protocol.md §4.3), enc-key ads (§4.2), rotation
+ * (§4.4) and the deny list (docs/protocol.md §7.8 "Revocation"), plus the deny and client parts of enrolment. Kept apart from
  * {@link SqliteRelayStore} so the core's push/ack code and these stay easy to review separately.
  *
  * <p>Keys arrive in their canonical spelling (the routes canonicalize them, issue 11 item 4); checks that must not be
@@ -66,7 +66,7 @@ final class TrustCommands {
     return IsoTime.format(clock.millis());
   }
 
-  // ---- enrolment: deny check and token client (seed 000 §8) ----
+  // ---- enrolment: deny check and token client (docs/protocol.md §7.8) ----
 
   /** True when the key's fingerprint or the token's client id is denied. */
   boolean denied(String hostPubkey, String clientId) throws SQLException {
@@ -86,7 +86,7 @@ final class TrustCommands {
         hostPubkey, clientId, org, now());
   }
 
-  // ---- sender allowlist (wire.md §4.3) ----
+  // ---- sender allowlist (docs/protocol.md §4.3) ----
 
   private SendersOutcome senders(StoreCommand.PublishSenders p) throws SQLException {
     try (PreparedStatement ps = conn.prepareStatement("SELECT iat FROM sender_lists WHERE target_pubkey=?")) {
@@ -108,7 +108,7 @@ final class TrustCommands {
     return SendersOutcome.STORED;
   }
 
-  // ---- enc-key ads (wire.md §4.2) ----
+  // ---- enc-key ads (docs/protocol.md §4.2) ----
 
   private Boolean encAdV1(StoreCommand.PublishEncAdV1 a) throws SQLException {
     update("INSERT INTO enc_ads(host_pubkey, host_name, enc_pub, sig, at) VALUES(?, ?, ?, ?, ?)"
@@ -159,7 +159,7 @@ final class TrustCommands {
     }
   }
 
-  // ---- rotation (wire.md §4.4) ----
+  // ---- rotation (docs/protocol.md §4.4) ----
 
   private record OldItem(long seq, String kind, String itemId, String sender, String senderHost, byte[] wire,
       String hash, long bytes, String acceptedAt, String expiresAt) {}
@@ -278,7 +278,7 @@ final class TrustCommands {
     return "(" + String.join(", ", java.util.Collections.nCopies(n, "?")) + ")";
   }
 
-  // ---- deny list (seed 000 §8 "Revocation") ----
+  // ---- deny list (docs/protocol.md §7.8 "Revocation") ----
 
   private DenyOutcome deny(StoreCommand.Deny d) throws SQLException {
     boolean added = update("INSERT INTO deny_list(kind, value, note, added_at) VALUES(?, ?, ?, ?)"
@@ -308,11 +308,34 @@ final class TrustCommands {
         revoked += update("UPDATE enrolments SET revoked_at=? WHERE host_pubkey=? AND revoked_at IS NULL", at, key);
       }
     }
+    com.fasterxml.jackson.databind.node.ObjectNode receipt = opReceipt("relay-deny", d.kind(), d.value());
+    if (d.note() != null) {
+      receipt.put("note", d.note());
+    }
+    opLog("deny-add", receipt.put("added", added).put("revoked", revoked));
     return new DenyOutcome(added, revoked);
   }
 
   private Boolean undeny(StoreCommand.Undeny u) throws SQLException {
-    return update("DELETE FROM deny_list WHERE kind=? AND value=?", u.kind(), u.value()) > 0;
+    boolean removed = update("DELETE FROM deny_list WHERE kind=? AND value=?", u.kind(), u.value()) > 0;
+    opLog("deny-remove", opReceipt("relay-undeny", u.kind(), u.value()).put("removed", removed));
+    return removed;
+  }
+
+  private com.fasterxml.jackson.databind.node.ObjectNode opReceipt(String type, String kind, String value) {
+    return io.mbxrelay.wire.Json.MAPPER.createObjectNode().put("v", 1).put("type", type).put("at", now())
+        .put("kind", kind).put("value", value).put("via", store == null ? "mbxrelay deny" : "/admin/deny");
+  }
+
+  /**
+   * An ops-log entry in the same transaction as the change (issue 12 item 6: deny changes appear in
+   * {@code mbxrelay log}), from the CLI and from the admin endpoint alike; the last 1,000 entries are kept.
+   */
+  private void opLog(String op, com.fasterxml.jackson.databind.node.ObjectNode receipt) throws SQLException {
+    update("INSERT INTO ops(at, op, receipt) VALUES(?, ?, ?)", now(), op, io.mbxrelay.wire.Json.stringify(receipt));
+    try (java.sql.Statement st = conn.createStatement()) {
+      st.executeUpdate("DELETE FROM ops WHERE id <= (SELECT max(id) FROM ops) - 1000");
+    }
   }
 
   // ---- helpers ----

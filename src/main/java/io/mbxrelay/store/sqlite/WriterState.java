@@ -25,7 +25,7 @@ final class WriterState {
   /** Sender keys held by cached allowlists, in total (≈ 100 bytes each). */
   static final int MAX_ALLOWLIST_KEYS = 100_000;
 
-  /** Items and bytes queued for one target, in total and per sender (wire.md §3 "Quota messages"). */
+  /** Items and bytes queued for one target, in total and per sender (docs/protocol.md §3 "Quota messages"). */
   static final class TargetUsage {
     long items;
     long bytes;

@@ -17,6 +17,7 @@ import java.sql.Statement;
 import java.time.Clock;
 import java.time.Instant;
 import java.time.ZoneOffset;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -183,6 +184,76 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
       assertThat(s.epoch()).as("a migration keeps the epoch").isEqualTo(epoch);
       assertThat(s.enrolment(b).orElseThrow().live()).isFalse();
     }
+  }
+
+  @Test
+  void a_migration_is_preceded_by_a_backup_of_the_old_version_that_the_log_names_and_a_current_store_gets_none(
+      @TempDir Path d) throws Exception {
+    try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, Clock.systemUTC(), defaults(), 5000, 0)) {
+      s.execute(new io.mbxrelay.store.StoreCommand.Enrol("beta", b, "", null, null));
+    }
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + d.resolve("relay.db"));
+        Statement st = c.createStatement()) {
+      st.execute("DROP TABLE deny_list"); // the v2 shape the reference relay writes
+      st.execute("DROP TABLE enrolment_clients");
+      st.executeUpdate("UPDATE meta SET v='2' WHERE k='schema_version'");
+    }
+    ch.qos.logback.classic.Logger log = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory
+        .getLogger(SqliteRelayStore.class);
+    ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> lines =
+        new ch.qos.logback.core.read.ListAppender<>();
+    lines.start();
+    log.addAppender(lines);
+    Path backup;
+    try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, Clock.systemUTC(), defaults(), 5000, 0)) {
+      assertThat(s.openReport().migratedFrom()).isEqualTo(2);
+      backup = s.openReport().migrationBackup();
+    } finally {
+      log.detachAppender(lines);
+    }
+    assertThat(backup.getParent()).isEqualTo(d);
+    assertThat(backup.getFileName().toString()).matches("relay-v2-before-migration-\\d{8}T\\d{6}Z\\.db");
+    assertThat(java.nio.file.Files.getPosixFilePermissions(backup))
+        .isEqualTo(java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+    assertThat(lines.list).anySatisfy(e -> assertThat(e.getFormattedMessage())
+        .contains("store schema version 2 will be migrated to 3").contains("[backup: " + backup + "]"));
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + backup); Statement st = c.createStatement()) {
+      ResultSet rs = st.executeQuery("PRAGMA quick_check");
+      rs.next();
+      assertThat(rs.getString(1)).isEqualTo("ok");
+      rs = st.executeQuery("SELECT v FROM meta WHERE k='schema_version'");
+      rs.next();
+      assertThat(rs.getString(1)).as("the store as it was, for the reference relay").isEqualTo("2");
+      rs = st.executeQuery("SELECT count(*) FROM sqlite_master WHERE name IN ('deny_list','enrolment_clients')");
+      rs.next();
+      assertThat(rs.getInt(1)).isZero();
+      rs = st.executeQuery("SELECT host_name FROM enrolments");
+      rs.next();
+      assertThat(rs.getString(1)).isEqualTo("beta");
+      rs = st.executeQuery("PRAGMA journal_mode");
+      rs.next();
+      assertThat(rs.getString(1)).as("one self-contained file").isEqualTo("delete");
+    }
+    assertThat(pragma(d.resolve("relay.db"), "user_version")).isNotNull();
+    List<String> before;
+    try (var files = java.nio.file.Files.list(d)) {
+      before = files.map(f -> f.getFileName().toString()).filter(n -> n.contains("before-migration")).toList();
+    }
+    assertThat(before).containsExactly(backup.getFileName().toString());
+    try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, Clock.systemUTC(), defaults(), 5000, 0)) {
+      assertThat(s.openReport().migratedFrom()).isZero();
+      assertThat(s.openReport().migrationBackup()).isNull();
+    }
+    try (var files = java.nio.file.Files.list(d)) {
+      assertThat(files.filter(f -> f.getFileName().toString().contains("before-migration")).count())
+          .as("a current store is opened without a backup").isEqualTo(1);
+    }
+    List<com.fasterxml.jackson.databind.node.ObjectNode> ops = SqliteOps.log(d, 10);
+    assertThat(ops).anySatisfy(o -> {
+      assertThat(o.get("op").asText()).isEqualTo("schema-migrated");
+      assertThat(o.get("receipt").get("from").asInt()).isEqualTo(2);
+      assertThat(o.get("receipt").get("backup").asText()).isEqualTo(backup.toAbsolutePath().toString());
+    });
   }
 
   @Test
