@@ -6,6 +6,10 @@ import io.mbxrelay.crypto.Ed25519;
 import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.crypto.Fingerprint;
 import io.mbxrelay.host.BlockingRelayClient.RelayUnreachable;
+import io.mbxrelay.host.seal.EncKeyPair;
+import io.mbxrelay.host.seal.SealException;
+import io.mbxrelay.host.seal.SealedEnvelope;
+import io.mbxrelay.host.seal.Ulid;
 import io.mbxrelay.wire.CanonicalJson;
 import io.mbxrelay.wire.Hashes;
 import io.mbxrelay.wire.IsoTime;
@@ -242,13 +246,88 @@ public final class HostAgent implements AutoCloseable {
    * @throws SQLException on storage errors
    */
   public void addPeer(String hostPubkey, String name) throws SQLException {
+    addPeer(hostPubkey, name, null);
+  }
+
+  /**
+   * Records an accepted peer and pins its encryption key (docs/host-library.md "Peer encryption keys"): mail to it is
+   * then sealed for that key without asking the relay.
+   *
+   * @param hostPubkey the peer's base64 host key
+   * @param name the peer's host name ({@code HOST_RE}; its ads and addresses must name it)
+   * @param encPub the peer's X25519 key (base64, 32 bytes), or null to leave the pinned key as it is
+   * @throws SQLException on storage errors
+   * @throws IllegalArgumentException for a malformed key
+   */
+  public void addPeer(String hostPubkey, String name, String encPub) throws SQLException {
     if (!io.mbxrelay.wire.B64.isPubkey(hostPubkey)) {
       throw new IllegalArgumentException("peer key must be a base64 32-byte public key");
     }
-    synchronized (store) {
-      store.tx(c -> store.update("INSERT INTO peers(host_pubkey, name, added_at) VALUES(?, ?, ?) ON CONFLICT"
-          + "(host_pubkey) DO UPDATE SET name=excluded.name", hostPubkey, name, now()));
+    if (encPub != null && !EncKeyPair.isPublicKey(encPub)) {
+      throw new IllegalArgumentException("peer encryption key must be a base64 32-byte X25519 key");
     }
+    synchronized (store) {
+      store.tx(c -> store.update("INSERT INTO peers(host_pubkey, name, added_at, enc_pub) VALUES(?, ?, ?, ?) ON CONFLICT"
+          + "(host_pubkey) DO UPDATE SET name=excluded.name, enc_pub=coalesce(excluded.enc_pub, enc_pub)", hostPubkey,
+          name, now(), encPub));
+    }
+  }
+
+  /**
+   * What {@link #sendMessage} did.
+   *
+   * @param msgId the new envelope id
+   * @param sealed true when sealed and in the outbox now (pinned key); false when waiting for the peer's key, which
+   *     the next tick looks up on the relay
+   */
+  public record Queued(String msgId, boolean sealed) {}
+
+  /**
+   * Queues a message for one peer host (docs/host-library.md "Sending"): builds the v3 envelope (new ULID), and seals
+   * it for the peer's pinned encryption key right away, or keeps it on this host until a tick has verified the
+   * peer's ad from the relay. Nothing is ever sent unsealed. Returns after the commit.
+   *
+   * @param draft what to send ({@code from}/{@code to} addresses, subject, body, kind)
+   * @param targetPubkey the peer host's key (base64); must be an accepted peer
+   * @return the envelope id and whether it is sealed yet
+   * @throws SQLException on storage errors
+   * @throws IllegalArgumentException when the target is not a peer or the draft is invalid (reason in the message)
+   */
+  public Queued sendMessage(SealedEnvelope.Draft draft, String targetPubkey) throws SQLException {
+    long now = now();
+    String id = Ulid.next(now);
+    ObjectNode plain = SealedEnvelope.build(draft, id, now);
+    synchronized (store) {
+      return store.tx(c -> {
+        HostStore.Peer p = store.one("SELECT * FROM peers WHERE host_pubkey=?", HostStore.PEER, targetPubkey)
+            .orElseThrow(() -> new IllegalArgumentException("target is not an accepted peer: add it first"));
+        PeerEncKeys.Resolution k = PeerEncKeys.pinned(p);
+        if (k.encPub() != null) {
+          insertOutbox(id, targetPubkey, seal(plain, k.encPub()));
+          return new Queued(id, true);
+        }
+        store.update("INSERT INTO drafts(relay, msg_id, target_pubkey, envelope, last_error, next_at, created_at)"
+            + " VALUES(?, ?, ?, ?, ?, ?, ?)", url, id, targetPubkey, Json.stringify(plain),
+            "waiting for the peer's encryption key (looked up on the next tick)", now, now);
+        return new Queued(id, false);
+      });
+    }
+  }
+
+  private byte[] seal(ObjectNode plain, String encPub) {
+    try {
+      return SealedEnvelope.seal(plain, io.mbxrelay.wire.B64.decodeLenient(encPub).orElseThrow(), options.hostName(),
+          key);
+    } catch (SealException e) {
+      throw new IllegalStateException("cannot seal for the peer's key: " + e.getMessage());
+    }
+  }
+
+  private void insertOutbox(String msgId, String targetPubkey, byte[] wire) throws SQLException {
+    long now = now();
+    store.update("INSERT INTO outbox(relay, kind, item_id, msg_id, target_pubkey, wire, wire_hash, state,"
+        + " next_at, created_at) VALUES(?, 'envelope', ?, ?, ?, ?, ?, 'pending', ?, ?)", url, msgId, msgId,
+        targetPubkey, wire, Hashes.sha256Hex(wire), now, now);
   }
 
   /** Outcome of {@link #send}. */
@@ -284,10 +363,7 @@ public final class HostAgent implements AutoCloseable {
         if (existing.isPresent()) {
           return existing.get().equals(hash) ? SendOutcome.ALREADY_QUEUED : SendOutcome.CONFLICT;
         }
-        long now = now();
-        store.update("INSERT INTO outbox(relay, kind, item_id, msg_id, target_pubkey, wire, wire_hash, state,"
-            + " next_at, created_at) VALUES(?, 'envelope', ?, ?, ?, ?, ?, 'pending', ?, ?)", url, msgId, msgId,
-            targetPubkey, wire, hash, now, now);
+        insertOutbox(msgId, targetPubkey, wire);
         return SendOutcome.QUEUED;
       });
     }
@@ -359,6 +435,11 @@ public final class HostAgent implements AutoCloseable {
               rs.getString(2)}, u)) {
         out.add(r[1] + " outbox row(s) " + r[0]);
       }
+      for (String[] r : store.query("SELECT target_pubkey, count(*), max(last_error) FROM drafts WHERE relay=? GROUP BY"
+          + " target_pubkey", rs -> new String[] {rs.getString(1), rs.getString(2), rs.getString(3)}, u)) {
+        out.add(r[1] + " message(s) to " + store.peers().getOrDefault(r[0], Fingerprint.ofB64(r[0]))
+            + " waiting for its encryption key: " + r[2]);
+      }
       long q = store.one("SELECT count(*) FROM quarantine WHERE relay=?", rs -> rs.getLong(1), u).orElse(0L);
       if (q > 0) {
         out.add(q + " quarantined item(s): `mbxrelay host quarantine`");
@@ -427,8 +508,9 @@ public final class HostAgent implements AutoCloseable {
   /** Whether the outbox has an item due for this relay now (pending or to re-push, its time come). */
   private boolean outboxDue() throws SQLException {
     synchronized (store) {
-      return store.one("SELECT 1 FROM outbox WHERE relay=? AND state IN ('pending', 'repush') AND next_at<=? LIMIT 1",
-          rs -> rs.getInt(1), url, now()).isPresent();
+      return store.one("SELECT 1 FROM outbox WHERE relay=? AND state IN ('pending', 'repush') AND next_at<=? UNION ALL"
+          + " SELECT 1 FROM drafts WHERE relay=? AND next_at<=? LIMIT 1", rs -> rs.getInt(1), url, now(), url, now())
+          .isPresent();
     }
   }
 
@@ -487,6 +569,7 @@ public final class HostAgent implements AutoCloseable {
       checkDeadlines(t);
       try {
         String relayPub2 = openSession(t);
+        sealWaiting(t, relayPub2);
         pushDue(t, relayPub2);
         pullAll(t, relayPub2, pre != null && relayPub2.equals(relayPub) ? pre : null);
         store.update("UPDATE relays SET last_error=NULL, last_ok_at=?, session_failures=0 WHERE url=?", now(), url);
@@ -517,6 +600,7 @@ public final class HostAgent implements AutoCloseable {
     int moved = store.update("UPDATE OR IGNORE outbox SET relay=?, next_at=?, state=CASE WHEN state='relay-accepted'"
         + " THEN 'repush' ELSE state END WHERE relay<>? AND state IN ('pending', 'repush', 'relay-accepted')",
         url, now(), url);
+    moved += store.update("UPDATE drafts SET relay=?, next_at=? WHERE relay<>?", url, now(), url);
     if (moved > 0) {
       t.notes.add(moved + " outbox row(s) queued for another relay URL moved to " + url);
     }
@@ -625,23 +709,15 @@ public final class HostAgent implements AutoCloseable {
   }
 
   /**
-   * This host's X25519 encryption key, base64 (32 bytes), generated with BouncyCastle and kept in the host store on
-   * first use. Peers seal envelopes for it; the relay advertises it (docs/protocol.md §4.2).
+   * This host's X25519 encryption key, base64 (32 bytes), generated with Google Tink and kept in the owner-only host
+   * store on first use ({@link HostEncKey}). Peers seal envelopes for it; the relay advertises it (docs/protocol.md
+   * §4.2).
    *
    * @return the base64 public key
    * @throws SQLException when the store fails
    */
   public String encPublicKey() throws SQLException {
-    Optional<String> pub = store.setting("enc_pub");
-    if (pub.isPresent()) {
-      return pub.get();
-    }
-    org.bouncycastle.crypto.params.X25519PrivateKeyParameters priv =
-        new org.bouncycastle.crypto.params.X25519PrivateKeyParameters(new java.security.SecureRandom());
-    String encoded = io.mbxrelay.wire.B64.encode(priv.generatePublicKey().getEncoded());
-    store.putSetting("enc_priv", io.mbxrelay.wire.B64.encode(priv.getEncoded()));
-    store.putSetting("enc_pub", encoded);
-    return encoded;
+    return HostEncKey.loadOrCreate(store).publicKeyB64();
   }
 
   /**
@@ -818,6 +894,81 @@ public final class HostAgent implements AutoCloseable {
   }
 
   // ---- sender ----
+
+  /**
+   * Seals the messages waiting for a key (docs/host-library.md "Peer encryption keys"): per peer, the pinned key,
+   * else the relay's ad verified by {@link PeerEncKeys} (looked up once per tick), else — when the relay cannot be
+   * asked — the newest verified ad while unexpired. Without a usable key the message stays waiting with the reason
+   * (backoff 5 s doubling to 15 min); it is never sent unsealed.
+   */
+  private void sealWaiting(Tick t, String relayPub) throws Exception {
+    int maxBatch = store.one("SELECT max_batch FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(200);
+    List<String[]> rows = store.query("SELECT id, msg_id, target_pubkey, envelope, attempts FROM drafts WHERE relay=?"
+        + " AND next_at<=? ORDER BY id LIMIT ?", rs -> new String[] {rs.getString(1), rs.getString(2), rs.getString(3),
+            rs.getString(4), rs.getString(5)}, url, now(), maxBatch);
+    Map<String, PeerEncKeys.Resolution> keys = new java.util.HashMap<>();
+    int sealed = 0;
+    for (String[] r : rows) {
+      String target = r[2];
+      PeerEncKeys.Resolution k = keys.get(target);
+      if (k == null) {
+        k = resolve(target, relayPub);
+        keys.put(target, k);
+      }
+      if (k.encPub() != null) {
+        ObjectNode plain = (ObjectNode) Json.parse(r[3]);
+        byte[] wire = seal(plain, k.encPub());
+        store.tx(c -> {
+          insertOutbox(r[1], target, wire);
+          store.update("DELETE FROM drafts WHERE id=?", Long.parseLong(r[0]));
+          return null;
+        });
+        sealed++;
+      } else {
+        String why = k.why();
+        long delay = backoff(5_000, 900_000, Integer.parseInt(r[4]) + 1);
+        store.update("UPDATE drafts SET attempts=attempts+1, next_at=?, last_error=? WHERE id=?", now() + delay, why,
+            Long.parseLong(r[0]));
+        t.notes.add("message " + r[1] + " to " + store.peers().getOrDefault(target, Fingerprint.ofB64(target))
+            + " still waiting: " + why);
+      }
+    }
+    if (sealed > 0) {
+      t.notes.add(sealed + " waiting message(s) sealed for their peer's key");
+    }
+  }
+
+  private PeerEncKeys.Resolution resolve(String target, String relayPub) throws Exception {
+    Optional<HostStore.Peer> p = store.one("SELECT * FROM peers WHERE host_pubkey=?", HostStore.PEER, target);
+    if (p.isEmpty()) {
+      return PeerEncKeys.Resolution.none("the target is no longer an accepted peer");
+    }
+    PeerEncKeys.Resolution pinned = PeerEncKeys.pinned(p.get());
+    if (pinned.encPub() != null) {
+      return pinned;
+    }
+    EncKeyAnswer a;
+    try {
+      a = transport(relayPub).encKey(target);
+    } catch (RelayUnreachable e) {
+      PeerEncKeys.Resolution c = PeerEncKeys.cached(p.get(), now());
+      return c.encPub() != null ? c : PeerEncKeys.Resolution.none("no encryption key: relay unreachable");
+    }
+    if (a instanceof EncKeyAnswer.Found f) {
+      PeerEncKeys.Resolution r = store.tx(c -> PeerEncKeys.fromRelay(store, p.get(), f.answer(), now()));
+      if (r.encPub() == null) {
+        LOG.warn("peer encryption key refused [reason: {}]", r.why());
+      }
+      return r;
+    }
+    if (a instanceof Refused f && f.status() == 404) {
+      return PeerEncKeys.Resolution.none("no encryption key: the relay has no ad for that host (it publishes one when"
+          + " its host runs; or pin its key with `host peer add --enc-key`)");
+    }
+    PeerEncKeys.Resolution c = PeerEncKeys.cached(p.get(), now());
+    return c.encPub() != null ? c : PeerEncKeys.Resolution.none("no encryption key: enc-key look-up failed ("
+        + (a instanceof Refused f ? f.status() + " " + f.error() : ((BadAnswer) a).why()) + ")");
+  }
 
   private void pushDue(Tick t, String relayPub) throws Exception {
     int maxBatch = store.one("SELECT max_batch FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(200);

@@ -16,8 +16,12 @@ public final class InboxApplication implements HostApplication {
    * @param msgId envelope id
    * @param wire the wire bytes
    * @param at when stored, ms since the epoch
+   * @param from the sender address of an opened envelope, or null (stored by {@link InboxApplication})
+   * @param subject the subject of an opened envelope, or null
+   * @param body the opened plaintext body, or null
    */
-  public record Message(String senderPubkey, String msgId, byte[] wire, long at) {}
+  public record Message(String senderPubkey, String msgId, byte[] wire, long at, String from, String subject,
+      String body) {}
 
   private final java.time.Clock clock;
 

@@ -150,6 +150,11 @@ class HostAgentTest {
       return real.publishEncAdV1(hostName, encPub);
     }
 
+    @Override
+    public EncKeyAnswer encKey(String hostPubkey) throws RelayUnreachable {
+      return real.encKey(hostPubkey);
+    }
+
     public void close() {
       real.close();
     }
