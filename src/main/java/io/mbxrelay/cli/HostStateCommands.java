@@ -136,17 +136,20 @@ final class HostStateCommands {
       } catch (HostKeyException | IOException e) {
         throw new HostSupport.Failure(HostSupport.USAGE, e.getMessage());
       }
+      String encPub;
       try (HostStore s = HostStore.open(db)) {
         s.putSetting("host_name", name);
         s.putSetting("host_pubkey", k.key().publicKeyB64());
+        encPub = io.mbxrelay.host.HostEncKey.loadOrCreate(s).publicKeyB64();
       }
       err().println("[mbxrelay] host " + name + " ready in " + dir() + " (key " + Fingerprint.ofB64(
           k.key().publicKeyB64()) + (k.created() ? ", new" : "") + ")");
       err().println("[mbxrelay] public key (give it to peers): " + k.key().publicKeyB64());
+      err().println("[mbxrelay] encryption key (peers may pin it with `peer add --enc-key`): " + encPub);
       if (json) {
         HostSupport.printJson(out(), Json.MAPPER.createObjectNode().put("host", name)
             .put("pubkey", k.key().publicKeyB64()).put("fingerprint", Fingerprint.ofB64(k.key().publicKeyB64()))
-            .put("created", k.created()));
+            .put("created", k.created()).put("enc_pub", encPub));
       }
       return HostSupport.OK;
     }

@@ -200,7 +200,7 @@ public final class SealedEnvelope {
   }
 
   /**
-   * Checks and opens a sealed envelope from a known sender host: shape ({@code wire.md §4.9} rules), sealed (a
+   * Checks and opens a sealed envelope from a known sender host: shape (docs/protocol.md §4.9 rules), sealed (a
    * plaintext envelope is refused), signed by exactly that host key over the ciphertext, body opens with this host's
    * key.
    *
