@@ -283,7 +283,7 @@ public final class HostAgent implements AutoCloseable {
   public record Queued(String msgId, boolean sealed) {}
 
   /**
-   * Queues a message for one peer host (docs/host-library.md "Sending"): builds the v3 envelope (new ULID), and seals
+   * Queues a message for one peer host (docs/host-library.md "Envelopes", "Peer encryption keys"): builds the v3 envelope (new ULID), and seals
    * it for the peer's pinned encryption key right away, or keeps it on this host until a tick has verified the
    * peer's ad from the relay. Nothing is ever sent unsealed. Returns after the commit.
    *
