@@ -162,7 +162,7 @@ public final class AdminVerticle extends VerticleBase {
     services.reads().queueStats().onSuccess(q -> metrics.queueScan(q.items(), q.bytes(), q.largestTargetItems(),
         q.largestTargetBytes())).onFailure(e -> {
           metrics.queueScanFailed();
-          WARN.warn("scan", "queue scan failed [error: {}]", e.getClass().getSimpleName());
+          WARN.warn("scan", "queue scan failed [error: {}]", e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage());
         });
   }
 

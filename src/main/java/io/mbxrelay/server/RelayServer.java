@@ -43,7 +43,10 @@ import org.slf4j.LoggerFactory;
 public final class RelayServer implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RelayServer.class);
 
-  /** How long {@code serve} waits for another process to release the store's lock, ms (wire.md §5: 60 s). */
+  /**
+   * How long {@code serve} waits for another process to release the store's lock, ms (60 s: long enough for a
+   * restarting relay to finish its stop).
+   */
   static final long LOCK_WAIT_MS = 60_000;
 
   /**
