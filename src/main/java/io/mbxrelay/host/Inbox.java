@@ -3,7 +3,6 @@ package io.mbxrelay.host;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.crypto.Ed25519;
-import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.crypto.Fingerprint;
 import io.mbxrelay.host.BlockingRelayClient.RelayUnreachable;
 import io.mbxrelay.wire.CanonicalJson;
@@ -24,16 +23,11 @@ import org.slf4j.LoggerFactory;
  * checkpoint, envelopes handed to the {@link HostApplication}, delivery receipts queued for them, receipts and
  * expiry notices applied, refusals quarantined; then the ack. Used by {@link HostAgent} only, under its store lock.
  */
-final class Inbox {
+final class Inbox extends AgentPart {
 
   private static final Logger LOG = LoggerFactory.getLogger(Inbox.class);
   private static final int MAX_PAGES = 20;
 
-  private final AgentContext ctx;
-  private final HostStore store;
-  private final Ed25519KeyPair key;
-  private final String url;
-  private final HostAgent.Options options;
   private final RelaySession session;
   private final Outbox outbox;
   private final HostApplication app;
@@ -41,18 +35,10 @@ final class Inbox {
   volatile boolean caughtUp;
 
   Inbox(AgentContext ctx, RelaySession session, Outbox outbox, HostApplication app) {
-    this.ctx = ctx;
-    this.store = ctx.store;
-    this.key = ctx.key;
-    this.url = ctx.url;
-    this.options = ctx.options;
+    super(ctx);
     this.session = session;
     this.outbox = outbox;
     this.app = app;
-  }
-
-  private long now() {
-    return ctx.now();
   }
 
   void pullAll(TickState t, String relayPub, HostAgent.Prefetched pre) throws Exception {

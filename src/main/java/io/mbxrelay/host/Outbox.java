@@ -1,7 +1,6 @@
 package io.mbxrelay.host;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.crypto.Fingerprint;
 import io.mbxrelay.host.BlockingRelayClient.RelayUnreachable;
 import io.mbxrelay.host.seal.SealException;
@@ -24,30 +23,17 @@ import org.slf4j.LoggerFactory;
  * the waiting ones once a verified key is known, pushing due rows and recording verified accept receipts, the
  * sender's own deadlines, and settling rows. Used by {@link HostAgent} only, under its store lock.
  */
-final class Outbox {
+final class Outbox extends AgentPart {
 
   private static final Logger LOG = LoggerFactory.getLogger(Outbox.class);
   private static final long DAY_MS = 86_400_000L;
   private static final long GRACE_MS = DAY_MS;
 
-  private final AgentContext ctx;
-  private final HostStore store;
-  private final Ed25519KeyPair key;
-  private final String url;
-  private final HostAgent.Options options;
   private final RelaySession session;
 
   Outbox(AgentContext ctx, RelaySession session) {
-    this.ctx = ctx;
-    this.store = ctx.store;
-    this.key = ctx.key;
-    this.url = ctx.url;
-    this.options = ctx.options;
+    super(ctx);
     this.session = session;
-  }
-
-  private long now() {
-    return ctx.now();
   }
 
   /**

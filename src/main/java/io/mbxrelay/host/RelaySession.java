@@ -2,7 +2,6 @@ package io.mbxrelay.host;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.crypto.Fingerprint;
 import io.mbxrelay.host.BlockingRelayClient.RelayUnreachable;
 import io.mbxrelay.wire.Hashes;
@@ -21,15 +20,10 @@ import org.slf4j.LoggerFactory;
  * enc-key ad; the epoch change / rewind every part of the tick may meet; the 401 handling. Used by {@link HostAgent}
  * only, under its store lock, on the ticking thread.
  */
-final class RelaySession {
+final class RelaySession extends AgentPart {
 
   private static final Logger LOG = LoggerFactory.getLogger(RelaySession.class);
 
-  private final AgentContext ctx;
-  private final HostStore store;
-  private final Ed25519KeyPair key;
-  private final String url;
-  private final HostAgent.Options options;
 
   /** The longest pull wait the relay offered in the last session, s (0: none). */
   volatile int relayPullWait;
@@ -37,15 +31,7 @@ final class RelaySession {
   volatile String sessionRelayPub;
 
   RelaySession(AgentContext ctx) {
-    this.ctx = ctx;
-    this.store = ctx.store;
-    this.key = ctx.key;
-    this.url = ctx.url;
-    this.options = ctx.options;
-  }
-
-  private long now() {
-    return ctx.now();
+    super(ctx);
   }
 
   String openSession(TickState t) throws Exception {

@@ -4,7 +4,6 @@ import io.mbxrelay.host.seal.EncKeyPair;
 import io.mbxrelay.host.seal.SealException;
 import io.mbxrelay.host.seal.SealedEnvelope;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.util.Objects;
@@ -85,7 +84,7 @@ public final class SealedInbox implements HostApplication {
         d.connection()));
     if (v instanceof Verdict.Accepted a) {
       if (keep) {
-        store(d, o);
+        InboxApplication.store(d, clock.millis(), o);
       }
       if (a.recipient() == null) {
         return new Verdict.Accepted(recipient(o));
@@ -104,20 +103,5 @@ public final class SealedInbox implements HostApplication {
       }
     }
     return null;
-  }
-
-  private void store(Delivery d, SealedEnvelope.Opened o) throws SQLException {
-    try (PreparedStatement ps = d.connection().prepareStatement("INSERT INTO inbox(relay, sender_pubkey, msg_id, wire,"
-        + " at, from_addr, subject, body) VALUES(?, ?, ?, ?, ?, ?, ?, ?)")) {
-      ps.setString(1, d.relay());
-      ps.setString(2, d.senderPubkey());
-      ps.setString(3, d.msgId());
-      ps.setBytes(4, d.wire());
-      ps.setLong(5, clock.millis());
-      ps.setString(6, o.from());
-      ps.setString(7, o.subject());
-      ps.setString(8, o.body());
-      ps.executeUpdate();
-    }
   }
 }

@@ -4,15 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.mbxrelay.crypto.Ed25519KeyPair;
-import io.mbxrelay.crypto.Fingerprint;
 import io.mbxrelay.host.seal.EncKeyPair;
 import io.mbxrelay.host.seal.SealedEnvelope;
 import io.mbxrelay.testing.Envelopes;
 import io.mbxrelay.testing.MutableClock;
-import io.mbxrelay.testing.RelayHarness;
-import io.vertx.core.Vertx;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
@@ -23,43 +19,17 @@ import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
 import java.util.Random;
-import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Issue 14 "Show": two Java hosts exchange a sealed message and its delivery receipt through a real relay, and the
  * relay's stored wire holds no piece of the plaintext; keys come from the relay's verified ad or a pin; mail that
  * does not open is quarantined with its reason.
  */
-@Timeout(value = 120, unit = TimeUnit.SECONDS)
-class SealedMailTest {
+class SealedMailTest extends RealRelayTest {
 
   static final String BODY = "The launch window opens at 04:17 UTC — ünïcödé, 日本語, and a very particular phrase"
       + " nobody else writes: purple-otter-42.";
-
-  @TempDir Path dir;
-  Vertx vertx;
-  RelayHarness relay;
-  final List<AutoCloseable> closing = new ArrayList<>();
-
-  @BeforeEach
-  void start() throws Exception {
-    vertx = Vertx.vertx();
-    relay = RelayHarness.start(dir.resolve("relay"));
-  }
-
-  @AfterEach
-  void stop() throws Exception {
-    for (int i = closing.size() - 1; i >= 0; i--) {
-      closing.get(i).close();
-    }
-    relay.close();
-    vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
-  }
 
   final class Host {
     final String name;
@@ -80,8 +50,7 @@ class SealedMailTest {
             return new HostApplication.Verdict.Accepted(null);
           }, true, clock));
       closing.add(agent);
-      HostAgent.pin(store, relay.url(), relay.relayKey.publicKeyB64(),
-          Fingerprint.ofB64(relay.relayKey.publicKeyB64()), false, clock.millis());
+      pinRelay(store, clock.millis());
     }
 
     String pub() {
@@ -89,17 +58,14 @@ class SealedMailTest {
     }
 
     HostStore.OutboxRow row(String msgId) throws Exception {
-      return store.outboxFor(msgId).stream().filter(r -> r.kind().equals("envelope")).findFirst().orElseThrow();
+      return envelopeRow(store, msgId);
     }
   }
 
   Host[] pair() throws Exception {
     Host a = new Host("alpha");
     Host b = new Host("beta");
-    a.agent.addPeer(b.pub(), "beta");
-    b.agent.addPeer(a.pub(), "alpha");
-    assertThat(a.agent.tick().session()).isEqualTo("ok");
-    assertThat(b.agent.tick().session()).isEqualTo("ok"); // b enrols and publishes its enc-key ad
+    pairUp(a.agent, a.pub(), "alpha", b.agent, b.pub(), "beta"); // b enrols and publishes its enc-key ad
     return new Host[] {a, b};
   }
 
