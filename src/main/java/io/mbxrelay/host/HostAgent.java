@@ -304,7 +304,8 @@ public final class HostAgent implements AutoCloseable {
    * @param wire the sealed envelope bytes for that target
    * @return the outcome
    * @throws SQLException on storage errors
-   * @throws IllegalArgumentException when the target is not a peer
+   * @throws IllegalArgumentException when the target is not a peer, or the bytes are an envelope with {@code enc: null}
+   *     (plaintext is never sent)
    */
   public SendOutcome send(String msgId, String targetPubkey, byte[] wire) throws SQLException {
     return outbox.send(msgId, targetPubkey, wire);

@@ -1,5 +1,6 @@
 package io.mbxrelay.host;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.crypto.Fingerprint;
 import io.mbxrelay.host.BlockingRelayClient.RelayUnreachable;
@@ -84,6 +85,16 @@ final class Outbox extends AgentPart {
         targetPubkey, wire, Hashes.sha256Hex(wire), now, now);
   }
 
+  /** Whether the bytes are an envelope object whose {@code enc} is null, i.e. with a readable body. */
+  private static boolean isPlaintextEnvelope(byte[] wire) {
+    try {
+      JsonNode e = Json.parse(wire);
+      return e.isObject() && e.has("enc") && e.get("enc").isNull();
+    } catch (IllegalArgumentException notJson) {
+      return false; // not an envelope the relay would store either; it answers rejected:bad wire
+    }
+  }
+
   /**
    * Queues an envelope durably for one target (docs/protocol.md §7.3: the wire bytes are persisted before the first attempt
    * and reused on every retry). Returns after the commit; pushing happens on {@link HostAgent#tick()}.
@@ -96,6 +107,9 @@ final class Outbox extends AgentPart {
    * @throws IllegalArgumentException when the target is not a peer
    */
   HostAgent.SendOutcome send(String msgId, String targetPubkey, byte[] wire) throws SQLException {
+    if (isPlaintextEnvelope(wire)) {
+      throw new IllegalArgumentException("a plaintext envelope (enc: null) is never sent: seal it (sendMessage)");
+    }
     String hash = Hashes.sha256Hex(wire);
     synchronized (store) {
       return store.tx(c -> {

@@ -216,6 +216,11 @@ class SealedMailTest extends RealRelayTest {
         peer.publicKeyB64())).hasMessage("subject is required");
     assertThatThrownBy(() -> a.agent.addPeer(peer.publicKeyB64(), "x", "not-a-key"))
         .hasMessageContaining("X25519");
+    String id = io.mbxrelay.host.seal.Ulid.next(a.clock.millis());
+    byte[] plaintext = io.mbxrelay.wire.Json.stringify(SealedEnvelope.build(SealedEnvelope.Draft.message("owner@alpha",
+        "owner@x", "s", "readable"), id, a.clock.millis())).getBytes(StandardCharsets.UTF_8);
+    assertThatThrownBy(() -> a.agent.send(id, peer.publicKeyB64(), plaintext))
+        .hasMessageStartingWith("a plaintext envelope (enc: null) is never sent");
     assertThat(a.store.drafts()).isEmpty();
     assertThat(a.store.outbox()).isEmpty();
   }
