@@ -190,7 +190,7 @@ public final class HostAgent implements AutoCloseable {
     }
     synchronized (store) {
       return store.tx(c -> {
-        Optional<HostStore.RelayState> st = store.one("SELECT * FROM relays WHERE url=?", HostStore.RELAY, u);
+        Optional<HostStore.RelayState> st = store.relay(u);
         if (st.isEmpty()) {
           store.update("INSERT INTO relays(url, relay_pubkey, pinned_at) VALUES(?, ?, ?)", u, presentedPubkey, nowMs);
           return new PinOutcome.Pinned(presented, expectedFingerprint == null, null);
@@ -350,7 +350,7 @@ public final class HostAgent implements AutoCloseable {
     String u = RelayPins.normalizeUrl(relayUrl);
     List<String> out = new ArrayList<>();
     synchronized (store) {
-      Optional<HostStore.RelayState> st = store.one("SELECT * FROM relays WHERE url=?", HostStore.RELAY, u);
+      Optional<HostStore.RelayState> st = store.relay(u);
       if (st.isEmpty()) {
         out.add("no relay key pinned for " + u + ": run `mbxrelay host relay set " + u + "`");
         return out;
@@ -441,8 +441,8 @@ public final class HostAgent implements AutoCloseable {
       int maxPull;
       RelayTransport tr;
       synchronized (store) {
-        pos = store.one("SELECT * FROM positions WHERE relay=?", HostStore.POSITION, url);
-        maxPull = store.one("SELECT max_pull FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(500);
+        pos = store.position(url);
+        maxPull = store.maxPull(url);
         tr = ctx.transport(relayPub);
       }
       if (pos.isPresent()) {
@@ -483,7 +483,7 @@ public final class HostAgent implements AutoCloseable {
   }
 
   private TickReport report(TickState t) throws SQLException {
-    Optional<HostStore.Position> p = store.one("SELECT * FROM positions WHERE relay=?", HostStore.POSITION, url);
+    Optional<HostStore.Position> p = store.position(url);
     boolean ok = t.session.equals("ok");
     return new TickReport(t.session, t.epochChanged, t.accepted, t.notAccepted, t.delivered, t.duplicates, t.receipts,
         t.notices, t.quarantined, p.map(HostStore.Position::receivedThrough).orElse(-1L),

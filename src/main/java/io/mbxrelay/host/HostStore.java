@@ -560,6 +560,50 @@ public final class HostStore implements AutoCloseable {
   }
 
   /**
+   * The relay's {@code max_batch} from its last info (items per push), 200 before any.
+   *
+   * @param url normalized relay URL
+   * @return the limit
+   * @throws SQLException on storage errors
+   */
+  synchronized int maxBatch(String url) throws SQLException {
+    return one("SELECT max_batch FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(200);
+  }
+
+  /**
+   * The relay's {@code max_pull} from its last info (items per page), 500 before any.
+   *
+   * @param url normalized relay URL
+   * @return the limit
+   * @throws SQLException on storage errors
+   */
+  synchronized int maxPull(String url) throws SQLException {
+    return one("SELECT max_pull FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(500);
+  }
+
+  /**
+   * The relay's {@code retention_days} from its last info, 14 before any.
+   *
+   * @param url normalized relay URL
+   * @return days
+   * @throws SQLException on storage errors
+   */
+  synchronized int retentionDays(String url) throws SQLException {
+    return one("SELECT retention_days FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(14);
+  }
+
+  /**
+   * Whether a key is an accepted peer.
+   *
+   * @param hostPubkey the host key (base64)
+   * @return true when accepted
+   * @throws SQLException on storage errors
+   */
+  synchronized boolean isPeer(String hostPubkey) throws SQLException {
+    return one("SELECT 1 FROM peers WHERE host_pubkey=?", rs -> 1, hostPubkey).isPresent();
+  }
+
+  /**
    * Accepted peers.
    *
    * @return host key → name, by key

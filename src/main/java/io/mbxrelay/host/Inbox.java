@@ -43,9 +43,9 @@ final class Inbox extends AgentPart {
 
   void pullAll(TickState t, String relayPub, HostAgent.Prefetched pre) throws Exception {
     caughtUp = false;
-    int maxPull = store.one("SELECT max_pull FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(500);
+    int maxPull = store.maxPull(url);
     for (int page = 0; page < MAX_PAGES; page++) {
-      HostStore.Position pos = store.one("SELECT * FROM positions WHERE relay=?", HostStore.POSITION, url)
+      HostStore.Position pos = store.position(url)
           .orElseThrow();
       PullResult r;
       if (page == 0 && pre != null && pre.epoch().equals(pos.epoch()) && pre.after() == pos.receivedThrough()) {
@@ -102,7 +102,7 @@ final class Inbox extends AgentPart {
 
   /** Acks through received_through when it passed the acked marker; false when the tick should stop pulling. */
   private boolean ack(TickState t, String relayPub) throws Exception {
-    HostStore.Position pos = store.one("SELECT * FROM positions WHERE relay=?", HostStore.POSITION, url)
+    HostStore.Position pos = store.position(url)
         .orElseThrow();
     if (pos.receivedThrough() <= pos.ackedThrough()) {
       return true;
@@ -263,7 +263,7 @@ final class Inbox extends AgentPart {
     if (!ReceiptCheck.itemIdFor(rec).equals(item.itemId())) {
       return "item id is not the receipt id";
     }
-    if (store.one("SELECT 1 FROM peers WHERE host_pubkey=?", rs -> 1, item.senderPubkey()).isEmpty()) {
+    if (!store.isPeer(item.senderPubkey())) {
       return "receipt from a host that is not a peer";
     }
     if (!Ed25519.verify(item.senderPubkey(), CanonicalJson.canonicalBytes(rec), sig.textValue())) {

@@ -54,7 +54,7 @@ final class Outbox extends AgentPart {
     ObjectNode plain = SealedEnvelope.build(draft, id, now);
     synchronized (store) {
       return store.tx(c -> {
-        HostStore.Peer p = store.one("SELECT * FROM peers WHERE host_pubkey=?", HostStore.PEER, targetPubkey)
+        HostStore.Peer p = store.peer(targetPubkey)
             .orElseThrow(() -> new IllegalArgumentException("target is not an accepted peer: add it first"));
         PeerEncKeys.Resolution k = PeerEncKeys.pinned(p);
         if (k.encPub() != null) {
@@ -113,7 +113,7 @@ final class Outbox extends AgentPart {
     String hash = Hashes.sha256Hex(wire);
     synchronized (store) {
       return store.tx(c -> {
-        if (store.one("SELECT 1 FROM peers WHERE host_pubkey=?", rs -> 1, targetPubkey).isEmpty()) {
+        if (!store.isPeer(targetPubkey)) {
           throw new IllegalArgumentException("target is not an accepted peer: add it first");
         }
         Optional<String> existing = store.one("SELECT wire_hash FROM outbox WHERE relay=? AND item_id=? AND"
@@ -183,7 +183,7 @@ final class Outbox extends AgentPart {
       });
       t.notes.add(text);
     }
-    int retention = store.one("SELECT retention_days FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(14);
+    int retention = store.retentionDays(url);
     long limit = now - retention * DAY_MS - GRACE_MS;
     for (HostStore.OutboxRow r : store.query("SELECT * FROM outbox WHERE relay=? AND kind='envelope' AND"
         + " state='pending' AND created_at<=?", HostStore.OUTBOX, url, limit)) {
@@ -206,7 +206,7 @@ final class Outbox extends AgentPart {
    * (backoff 5 s doubling to 15 min); it is never sent unsealed.
    */
   void sealWaiting(TickState t, String relayPub) throws Exception {
-    int maxBatch = store.one("SELECT max_batch FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(200);
+    int maxBatch = store.maxBatch(url);
     List<String[]> rows = store.query("SELECT id, msg_id, target_pubkey, envelope, attempts FROM drafts WHERE relay=?"
         + " AND next_at<=? ORDER BY id LIMIT ?", rs -> new String[] {rs.getString(1), rs.getString(2), rs.getString(3),
             rs.getString(4), rs.getString(5)}, url, now(), maxBatch);
@@ -243,7 +243,7 @@ final class Outbox extends AgentPart {
   }
 
   private PeerEncKeys.Resolution resolve(String target, String relayPub) throws Exception {
-    Optional<HostStore.Peer> p = store.one("SELECT * FROM peers WHERE host_pubkey=?", HostStore.PEER, target);
+    Optional<HostStore.Peer> p = store.peer(target);
     if (p.isEmpty()) {
       return PeerEncKeys.Resolution.none("the target is no longer an accepted peer");
     }
@@ -275,7 +275,7 @@ final class Outbox extends AgentPart {
   }
 
   void pushDue(TickState t, String relayPub) throws Exception {
-    int maxBatch = store.one("SELECT max_batch FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(200);
+    int maxBatch = store.maxBatch(url);
     List<HostStore.OutboxRow> rows = store.query("SELECT * FROM outbox WHERE relay=? AND state IN ('pending',"
         + " 'repush') AND next_at<=? ORDER BY id LIMIT ?", HostStore.OUTBOX, url, now(), maxBatch);
     if (rows.isEmpty()) {
@@ -313,7 +313,7 @@ final class Outbox extends AgentPart {
       ItemOutcome o = pushed.items().get(i);
       if (o instanceof ItemOutcome.Accepted a) {
         long acceptedAt = IsoTime.parse(a.at()).orElse(now());
-        int retention = store.one("SELECT retention_days FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(14);
+        int retention = store.retentionDays(url);
         long deadline = r.deadlineAt() != null ? r.deadlineAt() : acceptedAt + retention * DAY_MS + GRACE_MS;
         String state = r.kind().equals("envelope") ? "relay-accepted" : "sent";
         store.tx(c -> store.update("UPDATE outbox SET state=?, seq=?, epoch=?, accept=?, accept_sig=?,"

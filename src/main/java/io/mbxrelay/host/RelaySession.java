@@ -35,7 +35,7 @@ final class RelaySession extends AgentPart {
   }
 
   String openSession(TickState t) throws Exception {
-    Optional<HostStore.RelayState> st = store.one("SELECT * FROM relays WHERE url=?", HostStore.RELAY, url);
+    Optional<HostStore.RelayState> st = store.relay(url);
     if (st.isEmpty()) {
       throw new TickStop("no-pin", "no relay key pinned for " + url + ": run `mbxrelay host relay set " + url + "`");
     }
