@@ -420,12 +420,18 @@ final class HostStateCommands {
         description = "Longest run of one --exec (default: ${DEFAULT-VALUE}).")
     long execTimeoutMs;
 
-    /** --exec did not accept a message; the agent rolls the item back and offers it again. */
+    /**
+     * A message was not handed over (--exec failed, or stdout is closed); the agent rolls the item back and offers it
+     * again. {@code stop}: handing over cannot work in this process (stdout closed), so {@code run} ends.
+     */
     static final class ExecFailed extends Exception {
       private static final long serialVersionUID = 1L;
 
-      ExecFailed(String why) {
+      final boolean stop;
+
+      ExecFailed(String why, boolean stop) {
         super(why, null, false, false);
+        this.stop = stop;
       }
     }
 
@@ -444,6 +450,9 @@ final class HostStateCommands {
           out().println();
         }
         out().flush();
+      }
+      if (exec == null && out().checkError()) { // e.g. `host run | head -1` after head exited: nobody got it
+        throw new ExecFailed("stdout is closed: message " + e.id() + " was not handed over", true);
       }
       err().flush();
       return new HostApplication.Verdict.Accepted(null);
@@ -466,10 +475,10 @@ final class HostStateCommands {
       }
       if (!p.waitFor(execTimeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS)) {
         p.destroyForcibly();
-        throw new ExecFailed("--exec ran over " + execTimeoutMs + " ms for message " + e.id());
+        throw new ExecFailed("--exec ran over " + execTimeoutMs + " ms for message " + e.id(), false);
       }
       if (p.exitValue() != 0) {
-        throw new ExecFailed("--exec exited " + p.exitValue() + " for message " + e.id());
+        throw new ExecFailed("--exec exited " + p.exitValue() + " for message " + e.id(), false);
       }
     }
 
@@ -508,9 +517,10 @@ final class HostStateCommands {
             if (f == null) {
               throw e;
             }
-            err().println("[mbxrelay] " + f.getMessage() + "; the message is offered again on the next tick");
+            err().println("[mbxrelay] " + f.getMessage() + "; the message is offered again on the next "
+                + (f.stop ? "run" : "tick"));
             err().flush();
-            if (once) {
+            if (once || f.stop) {
               return HostSupport.REFUSED;
             }
             Thread.sleep(Math.max(100, intervalMs));

@@ -36,8 +36,12 @@ class HostStateCommandsTest {
   }
 
   static Run run(String... args) {
+    return run(new StringWriter(), args);
+  }
+
+  /** Runs with stdout going to {@code out} (a writer that fails stands for a closed pipe). */
+  static Run run(java.io.Writer out, String... args) {
     CommandLine cl = Main.commandLine();
-    StringWriter out = new StringWriter();
     StringWriter err = new StringWriter();
     cl.setOut(new PrintWriter(out, true));
     cl.setErr(new PrintWriter(err, true));
@@ -126,6 +130,23 @@ class HostStateCommandsTest {
     Run failing = run("host", "run", "--once", "--dir", b, "--exec", "cat > " + got + "; exit 3");
     assertThat(failing.code()).isEqualTo(1);
     assertThat(failing.err()).contains("--exec exited 3 for message " + msg + "; the message is offered again");
+    java.io.Writer closed = new java.io.Writer() {
+      @Override
+      public void write(char[] c, int off, int len) throws java.io.IOException {
+        throw new java.io.IOException("Broken pipe");
+      }
+
+      @Override
+      public void flush() throws java.io.IOException {
+        throw new java.io.IOException("Broken pipe");
+      }
+
+      @Override
+      public void close() {}
+    };
+    Run noReader = run(closed, "host", "run", "--once", "--dir", b);
+    assertThat(noReader.code()).isEqualTo(1);
+    assertThat(noReader.err()).contains("stdout is closed: message " + msg + " was not handed over");
     Run ok = run("host", "run", "--once", "--dir", b, "--exec", "cat > " + got + "; echo \"$MBX_MSG_ID $MBX_FROM\" >> "
         + got);
     assertThat(ok.code()).as(ok.err()).isZero();
