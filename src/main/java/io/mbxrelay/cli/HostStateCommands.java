@@ -263,7 +263,8 @@ final class HostStateCommands {
         throw new HostSupport.Failure(HostSupport.USAGE, "PUBKEY must be a base64 32-byte key");
       }
       if (!io.mbxrelay.wire.ReceiptCheck.HOST_RE.matcher(name).matches()) {
-        throw new HostSupport.Failure(HostSupport.USAGE, "--name must be a host name ([A-Za-z0-9][A-Za-z0-9._-]{0,62})");
+        throw new HostSupport.Failure(HostSupport.USAGE,
+            "--name must be a host name ([A-Za-z0-9][A-Za-z0-9._-]{0,62})");
       }
       if (encKey != null && !EncKeyPair.isPublicKey(encKey)) {
         throw new HostSupport.Failure(HostSupport.USAGE, "--enc-key must be a base64 32-byte X25519 key");

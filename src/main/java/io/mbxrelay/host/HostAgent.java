@@ -255,9 +255,9 @@ public final class HostAgent implements AutoCloseable {
       throw new IllegalArgumentException("peer encryption key must be a base64 32-byte X25519 key");
     }
     synchronized (store) {
-      store.tx(c -> store.update("INSERT INTO peers(host_pubkey, name, added_at, enc_pub) VALUES(?, ?, ?, ?) ON CONFLICT"
-          + "(host_pubkey) DO UPDATE SET name=excluded.name, enc_pub=coalesce(excluded.enc_pub, enc_pub)", hostPubkey,
-          name, ctx.now(), encPub));
+      store.tx(c -> store.update("INSERT INTO peers(host_pubkey, name, added_at, enc_pub) VALUES(?, ?, ?, ?)"
+          + " ON CONFLICT(host_pubkey) DO UPDATE SET name=excluded.name, enc_pub=coalesce(excluded.enc_pub, enc_pub)",
+          hostPubkey, name, ctx.now(), encPub));
     }
   }
 
@@ -271,9 +271,9 @@ public final class HostAgent implements AutoCloseable {
   public record Queued(String msgId, boolean sealed) {}
 
   /**
-   * Queues a message for one peer host (docs/host-library.md "Envelopes", "Peer encryption keys"): builds the v3 envelope (new ULID), and seals
-   * it for the peer's pinned encryption key right away, or keeps it on this host until a tick has verified the
-   * peer's ad from the relay. Nothing is ever sent unsealed. Returns after the commit.
+   * Queues a message for one peer host (docs/host-library.md "Envelopes", "Peer encryption keys"): builds the v3
+   * envelope (new ULID), and seals it for the peer's pinned encryption key right away, or keeps it on this host
+   * until a tick has verified the peer's ad from the relay. Nothing is ever sent unsealed. Returns after the commit.
    *
    * @param draft what to send ({@code from}/{@code to} addresses, subject, body, kind)
    * @param targetPubkey the peer host's key (base64); must be an accepted peer
@@ -400,7 +400,7 @@ public final class HostAgent implements AutoCloseable {
     return tick(0);
   }
 
-  /** Whether the outbox has an item due for this relay now (pending or to re-push, its time come, or waiting for a key). */
+  /** Whether the outbox has an item due for this relay now (pending, to re-push or waiting for a key; time come). */
   private boolean outboxDue() throws SQLException {
     synchronized (store) {
       return store.one("SELECT 1 FROM outbox WHERE relay=? AND state IN ('pending', 'repush') AND next_at<=? UNION ALL"

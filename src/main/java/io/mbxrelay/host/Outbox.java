@@ -38,9 +38,9 @@ final class Outbox extends AgentPart {
   }
 
   /**
-   * Queues a message for one peer host (docs/host-library.md "Envelopes", "Peer encryption keys"): builds the v3 envelope (new ULID), and seals
-   * it for the peer's pinned encryption key right away, or keeps it on this host until a tick has verified the
-   * peer's ad from the relay. Nothing is ever sent unsealed. Returns after the commit.
+   * Queues a message for one peer host (docs/host-library.md "Envelopes", "Peer encryption keys"): builds the v3
+   * envelope (new ULID), and seals it for the peer's pinned encryption key right away, or keeps it on this host
+   * until a tick has verified the peer's ad from the relay. Nothing is ever sent unsealed. Returns after the commit.
    *
    * @param draft what to send ({@code from}/{@code to} addresses, subject, body, kind)
    * @param targetPubkey the peer host's key (base64); must be an accepted peer
@@ -301,8 +301,8 @@ final class Outbox extends AgentPart {
     }
     if (!(res instanceof PushResult.Pushed pushed)) {
       String why = res instanceof Refused f ? "push refused: " + f.status() + " " + f.error()
-          + (RelaySession.transient_(f.status()) ? "" : " (permanent)") : res instanceof BadAnswer b ? "push answer not usable: "
-          + b.why() : "relay key changed";
+          + (RelaySession.transient_(f.status()) ? "" : " (permanent)")
+          : res instanceof BadAnswer b ? "push answer not usable: " + b.why() : "relay key changed";
       keepPending(t, rows, why);
       return;
     }

@@ -92,7 +92,8 @@ public interface RelayTransport extends AutoCloseable {
 
   /**
    * @param hostPubkey the peer's host key (base64)
-   * @return the relay's enc-key answer for that key, unverified (docs/protocol.md §4.2) @throws RelayUnreachable on I/O
+   * @return the relay's enc-key answer for that key, unverified (docs/protocol.md §4.2)
+   * @throws RelayUnreachable on I/O
    */
   EncKeyAnswer encKey(String hostPubkey) throws RelayUnreachable;
 

@@ -139,14 +139,16 @@ class SealVectorsTest {
         .hasMessage("signed by another host key");
     ObjectNode plain = wire.deepCopy();
     plain.putNull("enc");
-    assertThatThrownBy(() -> SealedEnvelope.open(bytes(plain), hostPub, recipient())).hasMessageStartingWith("not sealed");
+    assertThatThrownBy(() -> SealedEnvelope.open(bytes(plain), hostPub, recipient()))
+        .hasMessageStartingWith("not sealed");
     ObjectNode unsigned = wire.deepCopy();
     unsigned.remove("sig");
     assertThatThrownBy(() -> SealedEnvelope.open(bytes(unsigned), hostPub, recipient())).hasMessage("unsigned");
     assertThatThrownBy(() -> SealedEnvelope.open(bytes(wire), hostPub, EncKeyPair.generate()))
         .hasMessage("body does not open");
     ObjectNode badId = wire.deepCopy().put("id", "not-a-ulid");
-    assertThatThrownBy(() -> SealedEnvelope.open(bytes(badId), hostPub, recipient())).hasMessage("bad envelope: bad id");
+    assertThatThrownBy(() -> SealedEnvelope.open(bytes(badId), hostPub, recipient()))
+        .hasMessage("bad envelope: bad id");
   }
 
   @Test
