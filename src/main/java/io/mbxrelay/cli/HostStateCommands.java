@@ -379,11 +379,20 @@ final class HostStateCommands {
       if (body.text != null) {
         return body.text;
       }
-      byte[] b = body.file.toString().equals("-") ? System.in.readAllBytes() : readFile(body.file);
+      byte[] b = body.file.toString().equals("-") ? readStdin() : readFile(body.file);
       if (!io.mbxrelay.wire.Utf8.isValid(b)) {
         throw new HostSupport.Failure(HostSupport.USAGE, "--body-file is not UTF-8 text");
       }
       return new String(b, java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    private static byte[] readStdin() throws IOException, HostSupport.Failure {
+      byte[] b = System.in.readNBytes(io.mbxrelay.wire.EnvelopeCheck.MAX_BODY + 1); // bounded: never more than that
+      if (b.length > io.mbxrelay.wire.EnvelopeCheck.MAX_BODY) {
+        throw new HostSupport.Failure(HostSupport.USAGE, "the body on stdin is over 256 KB ("
+            + io.mbxrelay.wire.EnvelopeCheck.MAX_BODY + " bytes)");
+      }
+      return b;
     }
 
     private static byte[] readFile(Path f) throws HostSupport.Failure {
