@@ -16,23 +16,42 @@ public final class Ulid {
   private static final SecureRandom RANDOM = new SecureRandom();
   private static final char[] CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ".toCharArray();
 
+  private static long lastMs = -1;
+  private static final int[] rand = new int[16];
+
   private Ulid() {}
 
   /**
-   * A new ULID.
+   * A new ULID; ids made in the same millisecond count up from the first one's random part, so they sort in the
+   * order they were made.
    *
    * @param nowMs the timestamp part, ms since the epoch (0 … 2^48−1)
    * @return the 26-character id
    */
-  public static String next(long nowMs) {
+  public static synchronized String next(long nowMs) {
+    if (nowMs == lastMs) {
+      // monotonic within a millisecond, as the reference: the random part counts up (ids sort in creation order)
+      for (int i = rand.length - 1; i >= 0; i--) {
+        if (rand[i] < 31) {
+          rand[i]++;
+          break;
+        }
+        rand[i] = 0;
+      }
+    } else {
+      for (int i = 0; i < rand.length; i++) {
+        rand[i] = RANDOM.nextInt(32);
+      }
+      lastMs = nowMs;
+    }
     char[] c = new char[26];
     long t = nowMs;
     for (int i = 9; i >= 0; i--) {
       c[i] = CROCKFORD[(int) (t & 31)];
       t >>>= 5;
     }
-    for (int i = 10; i < 26; i++) {
-      c[i] = CROCKFORD[RANDOM.nextInt(32)];
+    for (int i = 0; i < rand.length; i++) {
+      c[10 + i] = CROCKFORD[rand[i]];
     }
     return new String(c);
   }

@@ -164,6 +164,10 @@ class SealVectorsTest {
     assertThat(SealedEnvelope.build(SealedEnvelope.Draft.message("a@x", "b@y", "two\nlines", "b"), Ulid.next(0), 0)
         .get("subject").asText()).isEqualTo("two lines");
     assertThat(Ulid.PATTERN.matcher(Ulid.next(System.currentTimeMillis())).matches()).isTrue();
+    String first = Ulid.next(1_780_000_000_000L);
+    String second = Ulid.next(1_780_000_000_000L);
+    assertThat(second).as("same millisecond: sorts after").isGreaterThan(first).startsWith(first.substring(0, 10));
+    assertThat(Ulid.next(1_780_000_000_001L)).isGreaterThan(second);
   }
 
   static byte[] bytes(JsonNode n) {
