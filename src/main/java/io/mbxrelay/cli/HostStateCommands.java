@@ -266,8 +266,9 @@ final class HostStateCommands {
         throw new HostSupport.Failure(HostSupport.USAGE,
             "--name must be a host name ([A-Za-z0-9][A-Za-z0-9._-]{0,62})");
       }
-      if (encKey != null && !EncKeyPair.isPublicKey(encKey)) {
-        throw new HostSupport.Failure(HostSupport.USAGE, "--enc-key must be a base64 32-byte X25519 key");
+      if (encKey != null && !EncKeyPair.isSealable(encKey)) {
+        throw new HostSupport.Failure(HostSupport.USAGE,
+            "--enc-key must be a base64 32-byte X25519 key (not a low-order point)");
       }
       try (HostStore s = store(); HostAgent a = agent(this, s, key(), null)) {
         a.addPeer(pubkey, name, encKey);

@@ -216,6 +216,8 @@ class SealedMailTest extends RealRelayTest {
         peer.publicKeyB64())).hasMessage("subject is required");
     assertThatThrownBy(() -> a.agent.addPeer(peer.publicKeyB64(), "x", "not-a-key"))
         .hasMessageContaining("X25519");
+    String lowOrder = Base64.getEncoder().encodeToString(new byte[32]);
+    assertThatThrownBy(() -> a.agent.addPeer(peer.publicKeyB64(), "x", lowOrder)).hasMessageContaining("low-order");
     String id = io.mbxrelay.host.seal.Ulid.next(a.clock.millis());
     byte[] plaintext = io.mbxrelay.wire.Json.stringify(SealedEnvelope.build(SealedEnvelope.Draft.message("owner@alpha",
         "owner@x", "s", "readable"), id, a.clock.millis())).getBytes(StandardCharsets.UTF_8);
