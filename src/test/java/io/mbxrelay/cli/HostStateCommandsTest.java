@@ -153,4 +153,31 @@ class HostStateCommandsTest {
     assertThat(java.nio.file.Files.readString(got)).isEqualTo("run this" + msg + " owner@alpha\n");
     assertThat(run("host", "status", "--dir", b, "--json").json().get("inbox")).hasSize(1);
   }
+
+  @Test
+  void anExecThatNeverReadsALargeBodyIsStoppedAtItsTimeoutAndTheMessageStays() throws Exception {
+    String a = dir.resolve("a").toString();
+    String b = dir.resolve("b").toString();
+    String pa = run("host", "init", "--dir", a, "--name", "alpha", "--json").json().get("pubkey").asText();
+    String pb = run("host", "init", "--dir", b, "--name", "beta", "--json").json().get("pubkey").asText();
+    String fp = Fingerprint.ofB64(relay.relayKey.publicKeyB64());
+    run("host", "relay", "set", relay.url(), "--dir", a, "--key", fp);
+    run("host", "relay", "set", relay.url(), "--dir", b, "--key", fp);
+    run("host", "peer", "add", pb, "--name", "beta", "--dir", a);
+    run("host", "peer", "add", pa, "--name", "alpha", "--dir", b);
+    assertThat(run("host", "run", "--once", "--dir", b).code()).isZero();
+    java.nio.file.Path big = dir.resolve("big.txt");
+    java.nio.file.Files.writeString(big, "x".repeat(100_000)); // more than a pipe buffer
+    String msg = run("host", "send", "--dir", a, "--to", "ops@beta", "--body-file", big.toString(), "--json").json()
+        .get("msg_id").asText();
+    assertThat(run("host", "run", "--once", "--dir", a, "--json").json().get("accepted").asInt()).isEqualTo(1);
+
+    long t0 = System.nanoTime();
+    Run slow = run("host", "run", "--once", "--dir", b, "--exec", "sleep 20", "--exec-timeout-ms", "1500");
+    long ms = (System.nanoTime() - t0) / 1_000_000;
+    assertThat(slow.code()).as(slow.err() + " after " + ms + " ms").isEqualTo(1);
+    assertThat(slow.err()).contains("--exec ran over 1500 ms for message " + msg);
+    assertThat(ms).as("stopped at its timeout, not when the command ends").isLessThan(15_000);
+    assertThat(run("host", "status", "--dir", b, "--json").json().get("inbox")).isEmpty();
+  }
 }
