@@ -218,6 +218,11 @@ class SealedMailTest extends RealRelayTest {
         .hasMessageContaining("X25519");
     String lowOrder = Base64.getEncoder().encodeToString(new byte[32]);
     assertThatThrownBy(() -> a.agent.addPeer(peer.publicKeyB64(), "x", lowOrder)).hasMessageContaining("low-order");
+    assertThatThrownBy(() -> a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@x", "s",
+        "x".repeat(200_000)), peer.publicKeyB64())).hasMessageStartingWith("body too large: sealed, the envelope is");
+    a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@x", "s", "x".repeat(190_000)),
+        peer.publicKeyB64()); // fits
+    a.store.update("DELETE FROM drafts");
     String id = io.mbxrelay.host.seal.Ulid.next(a.clock.millis());
     byte[] plaintext = io.mbxrelay.wire.Json.stringify(SealedEnvelope.build(SealedEnvelope.Draft.message("owner@alpha",
         "owner@x", "s", "readable"), id, a.clock.millis())).getBytes(StandardCharsets.UTF_8);
