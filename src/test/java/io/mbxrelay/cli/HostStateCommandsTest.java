@@ -110,8 +110,8 @@ class HostStateCommandsTest {
     assertThat(d.json().get("ok").asBoolean()).isTrue();
   }
 
-  @Test
-  void runExecGetsEachBodyOnStdinAndAFailingCommandLeavesTheMessageForTheNextTick() throws Exception {
+  /** Hosts alpha and beta (their dirs), each the other's peer, on this relay; beta has run once (enc-key ad). */
+  String[] pairedHosts() {
     String a = dir.resolve("a").toString();
     String b = dir.resolve("b").toString();
     String pa = run("host", "init", "--dir", a, "--name", "alpha", "--json").json().get("pubkey").asText();
@@ -122,6 +122,14 @@ class HostStateCommandsTest {
     run("host", "peer", "add", pb, "--name", "beta", "--dir", a);
     run("host", "peer", "add", pa, "--name", "alpha", "--dir", b);
     assertThat(run("host", "run", "--once", "--dir", b).code()).isZero();
+    return new String[] {a, b};
+  }
+
+  @Test
+  void runExecGetsEachBodyOnStdinAndAFailingCommandLeavesTheMessageForTheNextTick() throws Exception {
+    String[] ab = pairedHosts();
+    String a = ab[0];
+    String b = ab[1];
     String msg = run("host", "send", "--dir", a, "--to", "ops@beta", "--body", "run this", "--json").json()
         .get("msg_id").asText();
     assertThat(run("host", "run", "--once", "--dir", a, "--json").json().get("accepted").asInt()).isEqualTo(1);
@@ -156,16 +164,9 @@ class HostStateCommandsTest {
 
   @Test
   void anExecThatNeverReadsALargeBodyIsStoppedAtItsTimeoutAndTheMessageStays() throws Exception {
-    String a = dir.resolve("a").toString();
-    String b = dir.resolve("b").toString();
-    String pa = run("host", "init", "--dir", a, "--name", "alpha", "--json").json().get("pubkey").asText();
-    String pb = run("host", "init", "--dir", b, "--name", "beta", "--json").json().get("pubkey").asText();
-    String fp = Fingerprint.ofB64(relay.relayKey.publicKeyB64());
-    run("host", "relay", "set", relay.url(), "--dir", a, "--key", fp);
-    run("host", "relay", "set", relay.url(), "--dir", b, "--key", fp);
-    run("host", "peer", "add", pb, "--name", "beta", "--dir", a);
-    run("host", "peer", "add", pa, "--name", "alpha", "--dir", b);
-    assertThat(run("host", "run", "--once", "--dir", b).code()).isZero();
+    String[] ab = pairedHosts();
+    String a = ab[0];
+    String b = ab[1];
     java.nio.file.Path big = dir.resolve("big.txt");
     java.nio.file.Files.writeString(big, "x".repeat(100_000)); // more than a pipe buffer
     String msg = run("host", "send", "--dir", a, "--to", "ops@beta", "--body-file", big.toString(), "--json").json()
