@@ -266,8 +266,9 @@ final class HostStateCommands {
         throw new HostSupport.Failure(HostSupport.USAGE,
             "--name must be a host name ([A-Za-z0-9][A-Za-z0-9._-]{0,62})");
       }
-      if (encKey != null && !EncKeyPair.isPublicKey(encKey)) {
-        throw new HostSupport.Failure(HostSupport.USAGE, "--enc-key must be a base64 32-byte X25519 key");
+      if (encKey != null && !EncKeyPair.isSealable(encKey)) {
+        throw new HostSupport.Failure(HostSupport.USAGE,
+            "--enc-key must be a base64 32-byte X25519 key (not a low-order point)");
       }
       try (HostStore s = store(); HostAgent a = agent(this, s, key(), null)) {
         a.addPeer(pubkey, name, encKey);
@@ -478,12 +479,21 @@ final class HostStateCommands {
       pb.environment().put("MBX_SUBJECT", e.subject());
       pb.environment().put("MBX_KIND", e.kind());
       Process p = pb.start();
-      try (java.io.OutputStream in = p.getOutputStream()) {
-        in.write(e.body().getBytes(java.nio.charset.StandardCharsets.UTF_8));
-      } catch (IOException closedEarly) {
-        // the command need not read its stdin; its exit status decides
-      }
+      // the body is written from its own thread: a command that does not read a body larger than the pipe buffer
+      // would otherwise block this write past --exec-timeout-ms (its kill closes the pipe and ends the writer)
+      Thread writer = new Thread(() -> {
+        try (java.io.OutputStream in = p.getOutputStream()) {
+          in.write(e.body().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        } catch (IOException closedEarly) {
+          // the command need not read its stdin; its exit status decides
+        }
+      }, "exec-stdin");
+      writer.setDaemon(true);
+      writer.start();
       if (!p.waitFor(execTimeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS)) {
+        // its children first: one still holding the stdin pipe would keep the body write (and the stream's close
+        // inside destroy) blocked until it ends
+        p.descendants().forEach(ProcessHandle::destroyForcibly);
         p.destroyForcibly();
         throw new ExecFailed("--exec ran over " + execTimeoutMs + " ms for message " + e.id(), false);
       }

@@ -254,6 +254,10 @@ public final class HostAgent implements AutoCloseable {
     if (encPub != null && !EncKeyPair.isPublicKey(encPub)) {
       throw new IllegalArgumentException("peer encryption key must be a base64 32-byte X25519 key");
     }
+    if (encPub != null && !EncKeyPair.isSealable(encPub)) {
+      throw new IllegalArgumentException(
+          "peer encryption key is a low-order X25519 point: nothing can be sealed to it");
+    }
     synchronized (store) {
       store.tx(c -> store.update("INSERT INTO peers(host_pubkey, name, added_at, enc_pub) VALUES(?, ?, ?, ?)"
           + " ON CONFLICT(host_pubkey) DO UPDATE SET name=excluded.name, enc_pub=coalesce(excluded.enc_pub, enc_pub)",

@@ -29,6 +29,8 @@ final class Outbox extends AgentPart {
   private static final Logger LOG = LoggerFactory.getLogger(Outbox.class);
   private static final long DAY_MS = 86_400_000L;
   private static final long GRACE_MS = DAY_MS;
+  /** The AgentMBX relays' item limit ({@code max_item_bytes}, docs/protocol.md §4.7), which every relay accepts. */
+  static final int MAX_ITEM_BYTES = 524_288;
 
   private final RelaySession session;
 
@@ -52,6 +54,13 @@ final class Outbox extends AgentPart {
     long now = now();
     String id = Ulid.next(now);
     ObjectNode plain = SealedEnvelope.build(draft, id, now);
+    // the sealed wire carries the ciphertext twice (body and enc.body), so a body under the 256 KB envelope limit can
+    // still be over the relay's item limit; its size does not depend on the key, so a throw-away key measures it
+    int sealedBytes = seal(plain, io.mbxrelay.host.seal.EncKeyPair.generate().publicKeyB64()).length;
+    if (sealedBytes > MAX_ITEM_BYTES) {
+      throw new IllegalArgumentException("body too large: sealed, the envelope is " + sealedBytes + " bytes, over the"
+          + " relay item limit of " + MAX_ITEM_BYTES + " bytes (bodies up to about 190 KB fit)");
+    }
     synchronized (store) {
       return store.tx(c -> {
         HostStore.Peer p = store.peer(targetPubkey)

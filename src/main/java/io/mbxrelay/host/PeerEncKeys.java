@@ -93,6 +93,9 @@ final class PeerEncKeys {
       return bad;
     }
     String encPub = ad.get("enc_pub").textValue();
+    if (!EncKeyPair.isSealable(encPub)) {
+      return "unusable encryption key (a low-order X25519 point)";
+    }
     JsonNode served = answer.get("enc_pub");
     if (served != null && !served.isNull() && !encPub.equals(served.asText())) {
       return "tampered: the served key differs from the signed advertisement";

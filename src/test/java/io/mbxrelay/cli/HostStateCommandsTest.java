@@ -110,8 +110,8 @@ class HostStateCommandsTest {
     assertThat(d.json().get("ok").asBoolean()).isTrue();
   }
 
-  @Test
-  void runExecGetsEachBodyOnStdinAndAFailingCommandLeavesTheMessageForTheNextTick() throws Exception {
+  /** Hosts alpha and beta (their dirs), each the other's peer, on this relay; beta has run once (enc-key ad). */
+  String[] pairedHosts() {
     String a = dir.resolve("a").toString();
     String b = dir.resolve("b").toString();
     String pa = run("host", "init", "--dir", a, "--name", "alpha", "--json").json().get("pubkey").asText();
@@ -122,6 +122,14 @@ class HostStateCommandsTest {
     run("host", "peer", "add", pb, "--name", "beta", "--dir", a);
     run("host", "peer", "add", pa, "--name", "alpha", "--dir", b);
     assertThat(run("host", "run", "--once", "--dir", b).code()).isZero();
+    return new String[] {a, b};
+  }
+
+  @Test
+  void runExecGetsEachBodyOnStdinAndAFailingCommandLeavesTheMessageForTheNextTick() throws Exception {
+    String[] ab = pairedHosts();
+    String a = ab[0];
+    String b = ab[1];
     String msg = run("host", "send", "--dir", a, "--to", "ops@beta", "--body", "run this", "--json").json()
         .get("msg_id").asText();
     assertThat(run("host", "run", "--once", "--dir", a, "--json").json().get("accepted").asInt()).isEqualTo(1);
@@ -152,5 +160,25 @@ class HostStateCommandsTest {
     assertThat(ok.code()).as(ok.err()).isZero();
     assertThat(java.nio.file.Files.readString(got)).isEqualTo("run this" + msg + " owner@alpha\n");
     assertThat(run("host", "status", "--dir", b, "--json").json().get("inbox")).hasSize(1);
+  }
+
+  @Test
+  void anExecThatNeverReadsALargeBodyIsStoppedAtItsTimeoutAndTheMessageStays() throws Exception {
+    String[] ab = pairedHosts();
+    String a = ab[0];
+    String b = ab[1];
+    java.nio.file.Path big = dir.resolve("big.txt");
+    java.nio.file.Files.writeString(big, "x".repeat(100_000)); // more than a pipe buffer
+    String msg = run("host", "send", "--dir", a, "--to", "ops@beta", "--body-file", big.toString(), "--json").json()
+        .get("msg_id").asText();
+    assertThat(run("host", "run", "--once", "--dir", a, "--json").json().get("accepted").asInt()).isEqualTo(1);
+
+    long t0 = System.nanoTime();
+    Run slow = run("host", "run", "--once", "--dir", b, "--exec", "sleep 20", "--exec-timeout-ms", "1500");
+    long ms = (System.nanoTime() - t0) / 1_000_000;
+    assertThat(slow.code()).as(slow.err() + " after " + ms + " ms").isEqualTo(1);
+    assertThat(slow.err()).contains("--exec ran over 1500 ms for message " + msg);
+    assertThat(ms).as("stopped at its timeout, not when the command ends").isLessThan(15_000);
+    assertThat(run("host", "status", "--dir", b, "--json").json().get("inbox")).isEmpty();
   }
 }

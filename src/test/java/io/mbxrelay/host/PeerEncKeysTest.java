@@ -91,6 +91,14 @@ class PeerEncKeysTest {
   }
 
   @Test
+  void aSignedAdNamingALowOrderPointIsRefusedAndNotRemembered() throws Exception {
+    String zero = java.util.Base64.getEncoder().encodeToString(new byte[32]); // a point no key can be sealed to
+    assertThat(take(answer(peerKey, "beta", zero, NOW - DAY, NOW + 29 * DAY)))
+        .isEqualTo("relay ad refused: unusable encryption key (a low-order X25519 point)");
+    assertThat(peer().adEncPub()).isNull();
+  }
+
+  @Test
   void anAdOlderThanOneAlreadySeenOrReplayedUnderAnotherKeyIsRefused() throws Exception {
     assertThat(take(answer(peerKey, "beta", encB, NOW - DAY, NOW + 29 * DAY))).isEqualTo("key " + encB);
     assertThat(take(answer(peerKey, "beta", encA, NOW - 2 * DAY, NOW + 28 * DAY)))

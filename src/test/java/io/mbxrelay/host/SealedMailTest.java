@@ -143,6 +143,39 @@ class SealedMailTest extends RealRelayTest {
   }
 
   @Test
+  void aReceiptFromAPeerTheMessageWasNotSentToIsQuarantinedAndSettlesNothing() throws Exception {
+    Host[] h = pair();
+    Host a = h[0];
+    Host b = h[1];
+    Host c = new Host("gamma");
+    a.clock.advance(java.time.Duration.ofSeconds(1)); // the new allowlist's iat must be newer than the stored one's
+    pairUp(a.agent, a.pub(), "alpha", c.agent, c.pub(), "gamma");
+    HostAgent.Queued q = a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@beta", "s", "x"),
+        b.pub());
+    assertThat(a.agent.tick().accepted()).isEqualTo(1);
+    for (String msg : List.of(q.msgId(), io.mbxrelay.host.seal.Ulid.next(c.clock.millis()))) {
+      com.fasterxml.jackson.databind.node.ObjectNode rec = io.mbxrelay.wire.Json.MAPPER.createObjectNode().put("v", 1)
+          .put("type", "receipt").put("msg", msg).put("recipient", "owner@gamma").put("state", "delivered")
+          .put("at", io.mbxrelay.wire.IsoTime.format(c.clock.millis())).put("seq", 1);
+      com.fasterxml.jackson.databind.node.ObjectNode w = io.mbxrelay.wire.Json.MAPPER.createObjectNode();
+      w.set("rec", rec);
+      w.put("sig", c.key.signB64(io.mbxrelay.wire.CanonicalJson.canonicalBytes(rec)));
+      PushResult r = new VertxRelayTransport(vertx, relay.url(), "gamma", c.key, relay.relayKey.publicKeyB64(),
+          10_000, 15_000, Clock.systemUTC()).push(List.of(new PushItem("receipt",
+              io.mbxrelay.wire.ReceiptCheck.itemIdFor(rec), List.of(new PushItem.Target(a.pub(),
+                  io.mbxrelay.wire.CanonicalJson.canonicalBytes(w))))));
+      assertThat(r).isInstanceOf(PushResult.Pushed.class);
+      assertThat(((PushResult.Pushed) r).items().get(0)).as(r.toString()).isInstanceOf(ItemOutcome.Accepted.class);
+    }
+    TickReport t = a.agent.tick();
+    assertThat(t.receipts()).isZero();
+    assertThat(t.quarantined()).isEqualTo(2);
+    assertThat(a.store.quarantine()).extracting(HostStore.QuarantineRow::reason)
+        .containsOnly("receipt for a message this host did not send to that host");
+    assertThat(a.row(q.msgId()).state()).isEqualTo("relay-accepted");
+  }
+
+  @Test
   void aPinnedEncryptionKeySealsAtOnceWithoutAskingTheRelay() throws Exception {
     Host[] h = pair();
     Host a = h[0];
@@ -216,6 +249,13 @@ class SealedMailTest extends RealRelayTest {
         peer.publicKeyB64())).hasMessage("subject is required");
     assertThatThrownBy(() -> a.agent.addPeer(peer.publicKeyB64(), "x", "not-a-key"))
         .hasMessageContaining("X25519");
+    String lowOrder = Base64.getEncoder().encodeToString(new byte[32]);
+    assertThatThrownBy(() -> a.agent.addPeer(peer.publicKeyB64(), "x", lowOrder)).hasMessageContaining("low-order");
+    assertThatThrownBy(() -> a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@x", "s",
+        "x".repeat(200_000)), peer.publicKeyB64())).hasMessageStartingWith("body too large: sealed, the envelope is");
+    a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@x", "s", "x".repeat(190_000)),
+        peer.publicKeyB64()); // fits
+    a.store.update("DELETE FROM drafts");
     String id = io.mbxrelay.host.seal.Ulid.next(a.clock.millis());
     byte[] plaintext = io.mbxrelay.wire.Json.stringify(SealedEnvelope.build(SealedEnvelope.Draft.message("owner@alpha",
         "owner@x", "s", "readable"), id, a.clock.millis())).getBytes(StandardCharsets.UTF_8);

@@ -88,6 +88,27 @@ public final class EncKeyPair {
         && B64.decodeLenient(b64).map(x -> x.length == KEY_BYTES).orElse(false);
   }
 
+  /**
+   * Whether a public key can be sealed to: {@link #isPublicKey} and not one of the low-order points (or their
+   * non-canonical encodings) that Tink's X25519 refuses, for which every sender would derive the same key.
+   *
+   * @param b64 the text, may be null
+   * @return true when a body can be sealed for it
+   */
+  public static boolean isSealable(String b64) {
+    if (!isPublicKey(b64)) {
+      return false;
+    }
+    try {
+      X25519.computeSharedSecret(PROBE, B64.decodeLenient(b64).orElseThrow());
+      return true;
+    } catch (InvalidKeyException e) {
+      return false;
+    }
+  }
+
+  private static final byte[] PROBE = X25519.generatePrivateKey();
+
   @Override
   public String toString() {
     return "EncKeyPair[" + pubB64 + "]";
