@@ -118,10 +118,65 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    *     fast as the disk syncs)
    * @param minFreeBytes free space the store's file system must keep, bytes: below it new pushes are refused (503) and
    *     {@code /ready} is 503, so acks, enrolments and the heartbeat still find room (issue 10 item 9; 0 = no floor)
+   * @param backend {@code sqlite} (the embedded default: one relay process on one store directory) or
+   *     {@code postgresql} (several relay processes on one PostgreSQL database; docs/scale-out.md)
+   * @param url PostgreSQL JDBC URL, {@code jdbc:postgresql://HOST[:PORT]/DATABASE[?PARAMS]} (postgresql only)
+   * @param user PostgreSQL user (postgresql only; empty = the driver's default)
+   * @param password PostgreSQL password (postgresql only; normally from {@code MBX_RELAY_STORE_PASSWORD}); never
+   *     printed
+   * @param passwordFile file whose content (trailing line break removed) is the PostgreSQL password, for secrets
+   *     mounted as files; exclusive with {@code password}
+   * @param poolSize connections in the PostgreSQL pool of one relay process (postgresql only)
    */
   public record Store(int readPoolSize, int writerBatchMax, long writerTimeoutMs, long busyTimeoutMs,
       int writerBatchMaxRows, long writerBatchMaxBytes, long writerCommitDelayMs, long watermarkIntervalMs,
-      long minFreeBytes) {}
+      long minFreeBytes, String backend, String url, String user, String password, String passwordFile,
+      int poolSize) {
+
+    /** {@code store.backend} value of the embedded SQLite store. */
+    public static final String SQLITE = "sqlite";
+    /** {@code store.backend} value of the PostgreSQL store. */
+    public static final String POSTGRESQL = "postgresql";
+
+    /** Whether the PostgreSQL backend is selected. */
+    public boolean postgresql() {
+      return POSTGRESQL.equals(backend);
+    }
+
+    /**
+     * The PostgreSQL password in force: {@code password}, else the content of {@code passwordFile} with one trailing
+     * line break removed, else empty.
+     *
+     * @return the password (never null)
+     * @throws java.io.UncheckedIOException when {@code passwordFile} cannot be read
+     */
+    public String resolvedPassword() {
+      if (password != null && !password.isEmpty()) {
+        return password;
+      }
+      if (passwordFile == null || passwordFile.isEmpty()) {
+        return "";
+      }
+      try {
+        String s = java.nio.file.Files.readString(java.nio.file.Path.of(passwordFile));
+        return s.endsWith("\r\n") ? s.substring(0, s.length() - 2) : s.endsWith("\n") ? s.substring(0, s.length() - 1) : s;
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException("store.passwordFile " + passwordFile + " cannot be read", e);
+      }
+    }
+
+    /** Never prints the password (nor anything in the URL after {@code ?}, where a password may be given too). */
+    @Override
+    public String toString() {
+      String shownUrl = url == null ? "" : url.replaceAll("\\?.*$", "?…");
+      return "Store[readPoolSize=" + readPoolSize + ", writerBatchMax=" + writerBatchMax + ", writerTimeoutMs="
+          + writerTimeoutMs + ", busyTimeoutMs=" + busyTimeoutMs + ", writerBatchMaxRows=" + writerBatchMaxRows
+          + ", writerBatchMaxBytes=" + writerBatchMaxBytes + ", writerCommitDelayMs=" + writerCommitDelayMs
+          + ", watermarkIntervalMs=" + watermarkIntervalMs + ", minFreeBytes=" + minFreeBytes + ", backend=" + backend
+          + ", url=" + shownUrl + ", user=" + user + ", password=" + (password == null || password.isEmpty()
+          ? "unset" : "set") + ", passwordFile=" + passwordFile + ", poolSize=" + poolSize + "]";
+    }
+  }
 
   /**
    * Protocol limits, wire.md §3 "Other constants" and §4.7.
