@@ -1,6 +1,6 @@
 package io.mbxrelay.http;
 
-import io.mbxrelay.server.ClientShares;
+import io.mbxrelay.budget.ClientShares;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**

@@ -1,6 +1,6 @@
 package io.mbxrelay.http;
 
-import io.mbxrelay.server.ReadStore;
+import io.mbxrelay.store.RelayReads;
 import io.mbxrelay.store.Enrolment;
 import io.vertx.core.Future;
 import java.util.List;
@@ -25,7 +25,7 @@ final class NameResolver {
   /** No live host carries the name. */
   record Unknown() implements Resolution {}
 
-  static Future<Resolution> resolve(ReadStore reads, int maxPerName, String name, Enrolment viewer) {
+  static Future<Resolution> resolve(RelayReads reads, int maxPerName, String name, Enrolment viewer) {
     return reads.liveByName(name, maxPerName + 1).map(list -> pick(list, maxPerName, viewer));
   }
 

@@ -10,9 +10,9 @@ import io.mbxrelay.crypto.HopText;
 import io.mbxrelay.metrics.HopFailure;
 import io.mbxrelay.metrics.Outcome;
 import io.mbxrelay.metrics.RejectReason;
-import io.mbxrelay.server.RateLimitedLogger;
-import io.mbxrelay.server.ReadStore;
-import io.mbxrelay.server.RelayServices;
+import io.mbxrelay.metrics.RateLimitedLogger;
+import io.mbxrelay.store.RelayReads;
+import io.mbxrelay.http.RelayServices;
 import io.mbxrelay.store.AckOutcome;
 import io.mbxrelay.store.EnrolOutcome;
 import io.mbxrelay.store.Enrolment;
@@ -474,7 +474,7 @@ public final class RelayRoutes {
     RelayError e;
     if (t instanceof RelayError re) {
       e = re;
-    } else if (io.mbxrelay.server.StoreClient.isDiskFloorRefusal(t)) {
+    } else if (io.mbxrelay.store.StoreClient.isDiskFloorRefusal(t)) {
       ctx.response().putHeader("retry-after", "60"); // the disk under store.minFreeBytes: not stored, retry later
       e = RelayError.STORE_UNAVAILABLE;
     } else if (t instanceof ReplyException rx
@@ -753,7 +753,7 @@ public final class RelayRoutes {
         return Future.succeededFuture(info);
       }
       Enrolment e = caller.get();
-      return s.reads().you(e.hostPubkey()).map(y -> {
+      return s.reads().hostState(e.hostPubkey()).map(y -> {
         ObjectNode you = info.putObject("you");
         you.put("host", e.hostName());
         you.put("pubkey", callerKeyAsSent(ctx, e));
@@ -765,7 +765,7 @@ public final class RelayRoutes {
     }).onSuccess(body -> ok(ctx, body)).onFailure(ctx::fail);
   }
 
-  private static JsonNode encAdSummary(ReadStore.YouState y) {
+  private static JsonNode encAdSummary(io.mbxrelay.store.HostState y) {
     if (y.v1EncPub() == null && y.v2Record() == null) {
       return Json.MAPPER.nullNode();
     }
@@ -1192,7 +1192,7 @@ public final class RelayRoutes {
         if (ar.failed()) {
           if (!done) {
             finish();
-            if (ar.cause() instanceof ReadStore.PageBudgetExhausted) {
+            if (ar.cause() instanceof io.mbxrelay.budget.PageBudget.Exhausted) {
               ctx.response().putHeader("retry-after", "1");
               ctx.fail(RelayError.BUSY);
             } else {
@@ -1201,7 +1201,7 @@ public final class RelayRoutes {
           }
           return;
         }
-        ReadStore.Page page = ar.result();
+        io.mbxrelay.store.Page page = ar.result();
         long held = page.wireBytes(); // held in the budget by the read; released when the answer is done
         if (done) {
           s.pageBudget().release(client, held);
@@ -1240,11 +1240,11 @@ public final class RelayRoutes {
    * Writes a pull page (wire.md §3 key order {@code epoch, head_seq, items, last_seq, more}) item by item with
    * back-pressure: an item is written only while the connection's write queue is below its mark, the rest when the
    * client has read (issue 10 item 12). So a full 8 MiB page never exists as one JSON tree and one string, and a client
-   * that does not read holds at most its page's wire bytes ({@code held}, counted in {@link io.mbxrelay.server.PageBudget} until the
+   * that does not read holds at most its page's wire bytes ({@code held}, counted in {@link io.mbxrelay.budget.PageBudget} until the
    * answer ended or the connection closed). The bytes are exactly
    * those of {@code JSON.stringify} of the whole answer; only the transfer is chunked.
    */
-  private void writePage(RoutingContext ctx, ReadStore.Page page, long after, String client, long held) {
+  private void writePage(RoutingContext ctx, io.mbxrelay.store.Page page, long after, String client, long held) {
     if (ctx.response().ended() || ctx.response().closed()) {
       s.pageBudget().release(client, held);
       return; // the client went away; nothing was acked, so nothing is lost
@@ -1262,7 +1262,7 @@ public final class RelayRoutes {
         .setWriteQueueMaxSize(WRITE_QUEUE_BYTES);
     resp.write("{\"epoch\":" + Json.stringify(Json.MAPPER.getNodeFactory().textNode(s.epoch()))
         + ",\"head_seq\":" + page.headSeq() + ",\"items\":[");
-    java.util.Iterator<ReadStore.PulledItem> items = page.items().iterator();
+    java.util.Iterator<io.mbxrelay.store.PulledItem> items = page.items().iterator();
     long last = page.throughSeq() >= 0 ? page.throughSeq() : after; // past withheld damaged rows too
     String tail = "],\"last_seq\":" + last + ",\"more\":" + page.more() + "}";
     new Object() {
@@ -1278,7 +1278,7 @@ public final class RelayRoutes {
             resp.drainHandler(v -> next());
             return;
           }
-          ReadStore.PulledItem it = items.next();
+          io.mbxrelay.store.PulledItem it = items.next();
           StringBuilder b = new StringBuilder(64 + it.wire().length * 4 / 3);
           b.append(first ? "{\"seq\":" : ",{\"seq\":").append(Json.number(it.seq())).append(",\"kind\":");
           Json.appendString(it.kind(), b);

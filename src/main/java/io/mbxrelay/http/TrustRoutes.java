@@ -3,8 +3,8 @@ package io.mbxrelay.http;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.crypto.Ed25519;
-import io.mbxrelay.server.ReadStore;
-import io.mbxrelay.server.RelayServices;
+import io.mbxrelay.store.RelayReads;
+import io.mbxrelay.http.RelayServices;
 import io.mbxrelay.store.DenyKey;
 import io.mbxrelay.store.Enrolment;
 import io.mbxrelay.store.RotateOutcome;
@@ -225,13 +225,13 @@ final class TrustRoutes {
     } else {
       key = Future.succeededFuture(Optional.empty());
     }
-    key.compose(k -> k.isEmpty() ? Future.succeededFuture(Optional.<ReadStore.EncAds>empty()) : s.reads().encAds(k.get()))
+    key.compose(k -> k.isEmpty() ? Future.succeededFuture(Optional.<io.mbxrelay.store.EncAds>empty()) : s.reads().encAds(k.get()))
         .onSuccess(found -> {
           if (found.isEmpty() || (found.get().v1EncPub() == null && found.get().v2Record() == null)) {
             ctx.fail(UNKNOWN_HOST);
             return;
           }
-          ReadStore.EncAds a = found.get();
+          io.mbxrelay.store.EncAds a = found.get();
           JsonNode rec = null;
           if (a.v2Record() != null) {
             try {
@@ -346,7 +346,7 @@ final class TrustRoutes {
       s.reads().denyList().onSuccess(list -> {
         ObjectNode out = Json.MAPPER.createObjectNode();
         var arr = out.putArray("entries");
-        for (ReadStore.DenyEntry d : list) {
+        for (io.mbxrelay.store.DenyEntry d : list) {
           arr.addObject().put("kind", d.kind()).put("value", d.value()).put("note", d.note())
               .put("added_at", d.addedAt());
         }

@@ -3,8 +3,8 @@ package io.mbxrelay.http;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.mbxrelay.server.ReadStore;
-import io.mbxrelay.server.RelayServices;
+import io.mbxrelay.store.RelayReads;
+import io.mbxrelay.http.RelayServices;
 import io.mbxrelay.store.Enrolment;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.wire.EnvelopeCheck;
@@ -152,7 +152,7 @@ final class V1Routes {
           ObjectNode out = Json.MAPPER.createObjectNode();
           ArrayNode items = out.putArray("items");
           long last = after;
-          for (ReadStore.PulledItem it : page.items()) {
+          for (io.mbxrelay.store.PulledItem it : page.items()) {
             last = it.seq();
             if (!it.kind().equals("envelope")) {
               continue; // receipts and notices are v2 only; the cursor still covers them

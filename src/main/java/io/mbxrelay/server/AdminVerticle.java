@@ -1,5 +1,8 @@
 package io.mbxrelay.server;
 
+import io.mbxrelay.http.RelayServices;
+import io.mbxrelay.store.StoreClient;
+import io.mbxrelay.metrics.RateLimitedLogger;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.config.RelayConfig;
@@ -66,6 +69,7 @@ public final class AdminVerticle extends VerticleBase {
   private volatile int actualPort = -1;
   private final ClockGuard clock;
   private final DiskSpace disk;
+  private final java.nio.file.Path storeFile;
 
   /**
    * @param services shared services (config, store client, read store, metrics)
@@ -73,9 +77,11 @@ public final class AdminVerticle extends VerticleBase {
    * @param loops the HTTP verticle instances whose event loops {@code /health} checks
    * @param clock the store's clock guard ({@code GET /clock}, {@code POST /clock/resume})
    * @param disk the store's free-space guard ({@code /ready} is 503 while the disk counts as full)
+   * @param storeFile the store's {@code relay.db} (the status page names its directory)
    */
   public AdminVerticle(RelayServices services, StoreWriterVerticle writer, List<HttpVerticle> loops,
-      ClockGuard clock, DiskSpace disk) {
+      ClockGuard clock, DiskSpace disk, java.nio.file.Path storeFile) {
+    this.storeFile = Objects.requireNonNull(storeFile);
     this.disk = Objects.requireNonNull(disk);
     this.services = Objects.requireNonNull(services);
     this.writer = Objects.requireNonNull(writer);
@@ -100,7 +106,7 @@ public final class AdminVerticle extends VerticleBase {
     r.get("/clock").handler(ctx -> answer(ctx, 200, clockBody(clock.status())));
     r.post("/clock/resume").handler(this::resumeClock);
     // status page (GET /) and its JSON (GET /status): issue 12 item 3
-    new StatusRoutes(services, writer, disk, clock, services.reads().file(), this::failing).mount(vertx, r);
+    new StatusRoutes(services, writer, disk, clock, storeFile, this::failing).mount(vertx, r);
     probe(0L);
     scan(0L);
     vertx.setPeriodic(config.probeIntervalMs(), this::probe);

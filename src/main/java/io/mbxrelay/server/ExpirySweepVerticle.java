@@ -1,5 +1,7 @@
 package io.mbxrelay.server;
 
+import io.mbxrelay.store.StoreClient;
+import io.mbxrelay.metrics.RateLimitedLogger;
 import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.store.ClockGuard;

@@ -1,5 +1,6 @@
 package io.mbxrelay.server;
 
+import io.mbxrelay.http.RelayServices;
 import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.http.RelayRoutes;
 import io.vertx.core.Future;

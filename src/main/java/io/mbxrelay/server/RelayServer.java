@@ -1,5 +1,9 @@
 package io.mbxrelay.server;
 
+import io.mbxrelay.http.RelayServices;
+import io.mbxrelay.http.TrustServices;
+import io.mbxrelay.store.StoreClient;
+import io.mbxrelay.store.LocalCodec;
 import io.mbxrelay.auth.AccountTokenAuthority;
 import io.mbxrelay.auth.ChallengeStore;
 import io.mbxrelay.auth.HopReplayCache;
@@ -96,7 +100,7 @@ public final class RelayServer implements AutoCloseable {
 
   private final Vertx vertx;
   private final StoreLock lock;
-  private final ReadStore reads;
+  private final io.mbxrelay.store.RelayReads reads;
   private final RelayServices services;
   private final SqliteRelayStore.OpenReport openReport;
   private final List<String> deployments;
@@ -107,7 +111,7 @@ public final class RelayServer implements AutoCloseable {
   private boolean closed;
   private int adminPort = -1;
 
-  private RelayServer(Vertx vertx, StoreLock lock, ReadStore reads, RelayServices services,
+  private RelayServer(Vertx vertx, StoreLock lock, io.mbxrelay.store.RelayReads reads, RelayServices services,
       SqliteRelayStore.OpenReport openReport, List<String> deployments, int port) {
     this.vertx = vertx;
     this.lock = lock;
@@ -185,7 +189,7 @@ public final class RelayServer implements AutoCloseable {
       deployments.add(await(vertx.deployVerticle(writer, new DeploymentOptions()
           .setThreadingModel(ThreadingModel.WORKER).setWorkerPoolName("mbx-writer").setWorkerPoolSize(1))));
       openedStore = null; // the writer owns it now and closes it when undeployed
-      ReadStore reads = ReadStore.open(vertx, store.file(), config.store().readPoolSize(),
+      io.mbxrelay.store.sqlite.SqliteReads reads = io.mbxrelay.store.sqlite.SqliteReads.open(vertx, store.file(), config.store().readPoolSize(),
           config.store().busyTimeoutMs());
       RelayConfig.Limits l = config.limits();
       // ---- trust (issue 3): authority, issuer keys, replay cache, admin token ----
@@ -213,7 +217,7 @@ public final class RelayServer implements AutoCloseable {
       // long-poll pulls wake when the writer commits items for their host; pull pages in memory are bounded
       io.mbxrelay.http.PullWaiters waiters = new io.mbxrelay.http.PullWaiters(l.maxEnrolments());
       store.onNewItems(waiters::wake);
-      io.mbxrelay.server.PageBudget pageBudget = new io.mbxrelay.server.PageBudget(config.http().pageBytesInFlight(),
+      io.mbxrelay.budget.PageBudget pageBudget = new io.mbxrelay.budget.PageBudget(config.http().pageBytesInFlight(),
           config.http().pageBytesPerClient(config.limits().maxPullBytes()));
       io.mbxrelay.http.BodyBudget bodyBudget = new io.mbxrelay.http.BodyBudget(config.http().bodyBudgetBytes(),
           config.http().bodyBytesPerClient());
@@ -254,7 +258,7 @@ public final class RelayServer implements AutoCloseable {
         return v;
       }, new DeploymentOptions().setInstances(config.http().instances()))));
       int port = instances.get(0).actualPort();
-      AdminVerticle admin = new AdminVerticle(services, writer, instances, clock, disk);
+      AdminVerticle admin = new AdminVerticle(services, writer, instances, clock, disk, store.file());
       deployments.add(await(vertx.deployVerticle(admin)));
       RelayServer server = new RelayServer(vertx, lock, reads, services, store.openReport(), deployments, port);
       server.watermark = watermark;

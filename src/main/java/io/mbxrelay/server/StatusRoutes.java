@@ -1,5 +1,6 @@
 package io.mbxrelay.server;
 
+import io.mbxrelay.http.RelayServices;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.metrics.HistogramWindow;
@@ -140,7 +141,7 @@ final class StatusRoutes {
       return new Blocking(metrics.storeFileBytes(), metrics.storeWalBytes(), free, disk.full(), failing.get(),
           commits.quantile(0.99));
     }, false);
-    Future<ReadStore.QueueStats> queue = services.reads().queueStats();
+    Future<io.mbxrelay.store.QueueStats> queue = services.reads().queueStats();
     return Future.join(blocking, queue).transform(ar -> {
       if (blocking.failed()) {
         return Future.failedFuture(blocking.cause());
@@ -149,7 +150,7 @@ final class StatusRoutes {
     });
   }
 
-  private ObjectNode body(Blocking b, ReadStore.QueueStats queue) {
+  private ObjectNode body(Blocking b, io.mbxrelay.store.QueueStats queue) {
     long now = services.clock().millis();
     ObjectNode o = Json.MAPPER.createObjectNode();
     o.put("server", "mbxrelay");

@@ -1,5 +1,9 @@
 package io.mbxrelay.server;
 
+import io.mbxrelay.store.StoreClient;
+import io.mbxrelay.store.Addresses;
+import io.mbxrelay.store.LocalCodec;
+import io.mbxrelay.metrics.RateLimitedLogger;
 import io.mbxrelay.store.DiskSpace;
 import io.mbxrelay.store.RelayStore;
 import io.mbxrelay.store.StoreCommand;

@@ -29,6 +29,15 @@ public sealed interface StoreCommand<R>
   }
 
   /**
+   * Runs this command through the handler's method for it (the ledger's dispatch; {@link CommandHandler}).
+   *
+   * @param handler the handler
+   * @return the command's result
+   * @throws StoreException as the handler throws
+   */
+  R applyTo(CommandHandler handler) throws StoreException;
+
+  /**
    * How many wire bytes this command may write, for the writer's group-commit bound
    * ({@code store.writerBatchMaxBytes}).
    *
@@ -50,6 +59,11 @@ public sealed interface StoreCommand<R>
    */
   record Push(String senderPubkey, String senderHost, String kind, String itemId, List<Target> targets)
       implements StoreCommand<PushOutcome> {
+    @Override
+    public PushOutcome applyTo(CommandHandler h) throws StoreException {
+      return h.push(this);
+    }
+
     public Push {
       Objects.requireNonNull(senderPubkey);
       Objects.requireNonNull(senderHost);
@@ -81,6 +95,11 @@ public sealed interface StoreCommand<R>
    * @param items the items needing the store, in request order (each {@link Push} names the same sender)
    */
   record PushBatch(List<Push> items) implements StoreCommand<List<PushOutcome>> {
+    @Override
+    public List<PushOutcome> applyTo(CommandHandler h) throws StoreException {
+      return h.pushBatch(this);
+    }
+
     public PushBatch {
       items = List.copyOf(items);
     }
@@ -132,6 +151,11 @@ public sealed interface StoreCommand<R>
    */
   record Enrol(String hostName, String hostPubkey, String ownerFp, String account, String authorizedBy,
       String clientId, String org) implements StoreCommand<EnrolOutcome> {
+    @Override
+    public EnrolOutcome applyTo(CommandHandler h) throws StoreException {
+      return h.enrol(this);
+    }
+
     /** An enrolment without a token client (host-key challenge, tests). */
     public Enrol(String hostName, String hostPubkey, String ownerFp, String account, String authorizedBy) {
       this(hostName, hostPubkey, ownerFp, account, authorizedBy, null, null);
@@ -145,19 +169,34 @@ public sealed interface StoreCommand<R>
    * @param epoch the epoch the caller names ({@code ""} when absent)
    * @param through {@code floor(Number(through))} when that is a safe integer, else empty
    */
-  record Ack(String targetPubkey, String epoch, OptionalLong through) implements StoreCommand<AckOutcome> {}
+  record Ack(String targetPubkey, String epoch, OptionalLong through) implements StoreCommand<AckOutcome> {
+    @Override
+    public AckOutcome applyTo(CommandHandler h) throws StoreException {
+      return h.ack(this);
+    }
+  }
 
   /**
    * Writes {@code meta.heartbeat} = now (wire.md §5 "Epoch / heartbeat").
    */
-  record Heartbeat() implements StoreCommand<Long> {}
+  record Heartbeat() implements StoreCommand<Long> {
+    @Override
+    public Long applyTo(CommandHandler h) throws StoreException {
+      return h.heartbeat(this);
+    }
+  }
 
   /**
    * A readiness probe: the writer answers it on its thread without a transaction of commands, through
    * {@link RelayStore#probeWriter()} (write lock taken, one meta row read, rolled back; nothing committed). Result
    * {@code true} when the lock was taken and the row read.
    */
-  record Probe() implements StoreCommand<Boolean> {}
+  record Probe() implements StoreCommand<Boolean> {
+    @Override
+    public Boolean applyTo(CommandHandler h) throws StoreException {
+      return h.probe(this);
+    }
+  }
 
   // ---- retention (seed 000 §6, wire.md §4.10, §5 "Sweep") ----
 
@@ -172,7 +211,12 @@ public sealed interface StoreCommand<R>
    * @param signer signs the canonical notice bytes with the relay key, returning the base64 signature
    */
   record SweepBatch(long nowMs, int maxRows, java.util.function.Function<byte[], String> signer)
-      implements StoreCommand<SweepCounts> {}
+      implements StoreCommand<SweepCounts> {
+    @Override
+    public SweepCounts applyTo(CommandHandler h) throws StoreException {
+      return h.sweepBatch(this);
+    }
+  }
 
   /**
    * Deletes at most {@code maxRows} dedup rows older than the horizon whose item no longer exists (wire.md §5:
@@ -181,7 +225,12 @@ public sealed interface StoreCommand<R>
    * @param beforeIso dedup rows with {@code accepted_at} before this ISO time are candidates
    * @param maxRows most rows deleted in this transaction
    */
-  record PruneDedup(String beforeIso, int maxRows) implements StoreCommand<Integer> {}
+  record PruneDedup(String beforeIso, int maxRows) implements StoreCommand<Integer> {
+    @Override
+    public Integer applyTo(CommandHandler h) throws StoreException {
+      return h.pruneDedup(this);
+    }
+  }
 
   /**
    * Appends an entry to the ops log (last 1,000 kept; wire.md §5 "ops").
@@ -189,7 +238,12 @@ public sealed interface StoreCommand<R>
    * @param op short op name, e.g. {@code sweep}
    * @param receiptJson the receipt JSON text
    */
-  record LogOp(String op, String receiptJson) implements StoreCommand<Boolean> {}
+  record LogOp(String op, String receiptJson) implements StoreCommand<Boolean> {
+    @Override
+    public Boolean applyTo(CommandHandler h) throws StoreException {
+      return h.logOp(this);
+    }
+  }
 
   // ---- trust commands (issue 3). All run on the writer thread only, each in its own savepoint. ----
 
@@ -205,6 +259,11 @@ public sealed interface StoreCommand<R>
    */
   record PublishSenders(String targetPubkey, List<String> senders, String iat, long iatMs, String record, String sig)
       implements StoreCommand<SendersOutcome> {
+    @Override
+    public SendersOutcome applyTo(CommandHandler h) throws StoreException {
+      return h.publishSenders(this);
+    }
+
     public PublishSenders {
       Objects.requireNonNull(targetPubkey);
       senders = List.copyOf(senders);
@@ -223,7 +282,12 @@ public sealed interface StoreCommand<R>
    * @param sig the caller's signature over canonical {@code {v:1, host, enc_pub}}
    */
   record PublishEncAdV1(String hostPubkey, String hostName, String encPub, String sig)
-      implements StoreCommand<Boolean> {}
+      implements StoreCommand<Boolean> {
+    @Override
+    public Boolean applyTo(CommandHandler h) throws StoreException {
+      return h.publishEncAdV1(this);
+    }
+  }
 
   /**
    * Stores a v2 enc-key ad record (wire.md §4.2), already verified. Result: {@code true} when stored, {@code false} when
@@ -233,7 +297,12 @@ public sealed interface StoreCommand<R>
    * @param record canonical JSON of the ad as received
    * @param sig the caller's signature over {@code record}
    */
-  record PublishEncAdV2(String hostPubkey, String record, String sig) implements StoreCommand<Boolean> {}
+  record PublishEncAdV2(String hostPubkey, String record, String sig) implements StoreCommand<Boolean> {
+    @Override
+    public Boolean applyTo(CommandHandler h) throws StoreException {
+      return h.publishEncAdV2(this);
+    }
+  }
 
   /**
    * Applies a verified rotation record in one transaction (wire.md §4.4; seed 000 §2 "Rotation"): revoke the old key,
@@ -244,7 +313,12 @@ public sealed interface StoreCommand<R>
    * @param newPub the new key, which must not be revoked
    * @param host {@code rec.host}, which must equal the old enrolment's stored name
    */
-  record Rotate(String oldPub, String newPub, String host) implements StoreCommand<RotateOutcome> {}
+  record Rotate(String oldPub, String newPub, String host) implements StoreCommand<RotateOutcome> {
+    @Override
+    public RotateOutcome applyTo(CommandHandler h) throws StoreException {
+      return h.rotate(this);
+    }
+  }
 
   /**
    * Adds a deny-list entry and revokes every live enrolment it matches (seed 000 §8 "Revocation").
@@ -254,6 +328,11 @@ public sealed interface StoreCommand<R>
    * @param note free operator text (≤ 200 chars), stored, never logged
    */
   record Deny(String kind, String value, String note) implements StoreCommand<DenyOutcome> {
+    @Override
+    public DenyOutcome applyTo(CommandHandler h) throws StoreException {
+      return h.deny(this);
+    }
+
     public Deny {
       Objects.requireNonNull(kind);
       Objects.requireNonNull(value);
@@ -267,7 +346,12 @@ public sealed interface StoreCommand<R>
    * @param kind {@code host_fp} or {@code client_id}
    * @param value the entry's value
    */
-  record Undeny(String kind, String value) implements StoreCommand<Boolean> {}
+  record Undeny(String kind, String value) implements StoreCommand<Boolean> {
+    @Override
+    public Boolean applyTo(CommandHandler h) throws StoreException {
+      return h.undeny(this);
+    }
+  }
 
   // ---- v1 compatibility (wire.md §3 "v1 endpoints (kept for one release)") ----
 
@@ -287,6 +371,11 @@ public sealed interface StoreCommand<R>
    */
   record PushV1(String senderPubkey, String senderHost, String envelopeId, byte[] wire, String wireHash,
       List<V1Target> targets, String precheckFailure) implements StoreCommand<java.util.Optional<String>> {
+    @Override
+    public java.util.Optional<String> applyTo(CommandHandler h) throws StoreException {
+      return h.pushV1(this);
+    }
+
     public PushV1 {
       targets = List.copyOf(targets);
     }
@@ -306,7 +395,12 @@ public sealed interface StoreCommand<R>
    * @param targetPubkey the caller
    * @param cursor the floored cursor, or empty when it is not a number (then 0)
    */
-  record AckV1(String targetPubkey, OptionalLong cursor) implements StoreCommand<Long> {}
+  record AckV1(String targetPubkey, OptionalLong cursor) implements StoreCommand<Long> {
+    @Override
+    public Long applyTo(CommandHandler h) throws StoreException {
+      return h.ackV1(this);
+    }
+  }
 
   /**
    * Moves items whose stored wire no longer matches their {@code wire_hash} out of the queue into
@@ -318,6 +412,11 @@ public sealed interface StoreCommand<R>
    * @param seqs their seqs
    */
   record SetAsideDamaged(String targetPubkey, List<Long> seqs) implements StoreCommand<Integer> {
+    @Override
+    public Integer applyTo(CommandHandler h) throws StoreException {
+      return h.setAsideDamaged(this);
+    }
+
     public SetAsideDamaged {
       Objects.requireNonNull(targetPubkey);
       seqs = List.copyOf(seqs);

@@ -19,6 +19,7 @@ public final class StoreException extends Exception {
 
   private final Kind kind;
   private final boolean diskFull;
+  private final boolean retryable;
 
   /**
    * @param kind failure class
@@ -36,9 +37,32 @@ public final class StoreException extends Exception {
    * @param diskFull the file system was full (SQLite {@code SQLITE_FULL}); always {@link Kind#UNAVAILABLE}
    */
   public StoreException(Kind kind, String message, Throwable cause, boolean diskFull) {
+    this(kind, message, cause, diskFull, false);
+  }
+
+  private StoreException(Kind kind, String message, Throwable cause, boolean diskFull, boolean retryable) {
     super(message, cause);
     this.kind = kind;
     this.diskFull = diskFull;
+    this.retryable = retryable;
+  }
+
+  /**
+   * A transaction lost a race with another writer of the same store (PostgreSQL: serialization failure, deadlock):
+   * nothing of it took effect, and the {@link RelayLedger} runs the whole batch again (docs/architecture.md "Store:
+   * ledger and backends").
+   *
+   * @param message short text
+   * @param cause the driver's exception
+   * @return an {@link Kind#UNAVAILABLE} failure that is {@link #retryable()}
+   */
+  public static StoreException conflict(String message, Throwable cause) {
+    return new StoreException(Kind.UNAVAILABLE, message, cause, false, true);
+  }
+
+  /** True when the transaction may simply be run again ({@link #conflict}). */
+  public boolean retryable() {
+    return retryable;
   }
 
   /** The failure class. */

@@ -284,7 +284,7 @@ class LongPollTest {
 
   @Test
   void the_page_budget_counts_what_pages_hold_and_what_is_left() {
-    io.mbxrelay.server.PageBudget budget = new io.mbxrelay.server.PageBudget(1000);
+    io.mbxrelay.budget.PageBudget budget = new io.mbxrelay.budget.PageBudget(1000);
     assertThat(budget.free("a")).isEqualTo(1000);
     budget.hold("a", 600);
     budget.hold("a", 700); // a single item larger than what was left still goes out
@@ -296,7 +296,7 @@ class LongPollTest {
 
   @Test
   void one_client_holds_at_most_its_share_of_the_page_budget_and_others_still_get_pages() {
-    io.mbxrelay.server.PageBudget budget = new io.mbxrelay.server.PageBudget(1000, 400);
+    io.mbxrelay.budget.PageBudget budget = new io.mbxrelay.budget.PageBudget(1000, 400);
     assertThat(budget.free("a")).isEqualTo(400);
     budget.hold("a", 350);
     assertThat(budget.free("a")).isEqualTo(50);

@@ -1,5 +1,6 @@
-package io.mbxrelay.server;
+package io.mbxrelay.http;
 
+import io.mbxrelay.store.StoreClient;
 import io.mbxrelay.auth.ChallengeStore;
 import io.mbxrelay.auth.ClientAddress;
 import io.mbxrelay.auth.EnrolmentAuthority;
@@ -38,7 +39,7 @@ public record RelayServices(
     Ed25519KeyPair relayKey,
     String epoch,
     String version,
-    ReadStore reads,
+    io.mbxrelay.store.RelayReads reads,
     io.mbxrelay.store.EnrolmentCache enrolments,
     StoreClient writes,
     ChallengeStore challenges,
@@ -50,7 +51,7 @@ public record RelayServices(
     TrustServices trust,
     RelayMetrics metrics,
     io.mbxrelay.http.PullWaiters waiters,
-    io.mbxrelay.server.PageBudget pageBudget,
+    io.mbxrelay.budget.PageBudget pageBudget,
     io.mbxrelay.http.BodyBudget bodyBudget) {
 
   public RelayServices {

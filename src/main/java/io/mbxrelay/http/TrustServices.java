@@ -1,4 +1,4 @@
-package io.mbxrelay.server;
+package io.mbxrelay.http;
 
 import io.mbxrelay.auth.HopReplayCache;
 import io.mbxrelay.auth.JwksCache;

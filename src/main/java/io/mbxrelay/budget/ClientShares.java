@@ -1,4 +1,4 @@
-package io.mbxrelay.server;
+package io.mbxrelay.budget;
 
 import java.util.concurrent.ConcurrentHashMap;
 

@@ -1,4 +1,4 @@
-package io.mbxrelay.server;
+package io.mbxrelay.budget;
 
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -52,5 +52,15 @@ public final class PageBudget {
   /** Bytes held now (a gauge). */
   public long held() {
     return held.get();
+  }
+
+  /** The budget ran out: a non-empty page could not be held (answered 503 {@code relay busy; retry later}). */
+  public static final class Exhausted extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    /** The one failure, without a stack trace (a normal outcome under load). */
+    public Exhausted() {
+      super("pull page budget exhausted", null, false, false);
+    }
   }
 }

@@ -1,4 +1,4 @@
-package io.mbxrelay.server;
+package io.mbxrelay.store;
 
 /**
  * Event-bus addresses. The set is small and fixed, so event-bus metrics may label by address (STYLE).

@@ -1,4 +1,4 @@
-package io.mbxrelay.server;
+package io.mbxrelay.metrics;
 
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;

@@ -1,9 +1,16 @@
-package io.mbxrelay.server;
+package io.mbxrelay.store.sqlite;
 
 import io.agroal.api.AgroalDataSource;
 import io.agroal.api.configuration.supplier.AgroalDataSourceConfigurationSupplier;
+import io.mbxrelay.budget.PageBudget;
+import io.mbxrelay.store.DenyEntry;
+import io.mbxrelay.store.EncAds;
 import io.mbxrelay.store.Enrolment;
-import io.mbxrelay.store.sqlite.SqliteSettings;
+import io.mbxrelay.store.HostState;
+import io.mbxrelay.store.Page;
+import io.mbxrelay.store.PulledItem;
+import io.mbxrelay.store.QueueStats;
+import io.mbxrelay.store.RelayReads;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.WorkerExecutor;
@@ -24,12 +31,12 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * The server's read path (STYLE: "reads ─► ReadStore: Vert.x JDBC pool over an Agroal DataSource of read-only SQLite
- * connections (WAL)"). Readers never block the writer and see only committed data.
+ * The SQLite {@link RelayReads}: a Vert.x JDBC pool over an Agroal data source of read-only SQLite connections (WAL),
+ * plus page reader threads with connections of their own. Readers never block the writer and see only committed data.
  *
  * <p>Safe on any event loop; every method returns a future completed on the caller's context.
  */
-public final class ReadStore implements AutoCloseable {
+public final class SqliteReads implements RelayReads {
   private final AgroalDataSource dataSource;
   private final Pool pool;
   private final WorkerExecutor pageReaders;
@@ -39,7 +46,7 @@ public final class ReadStore implements AutoCloseable {
 
   private final Path dbFile;
 
-  private ReadStore(AgroalDataSource dataSource, Pool pool, WorkerExecutor pageReaders, Path dbFile) {
+  private SqliteReads(AgroalDataSource dataSource, Pool pool, WorkerExecutor pageReaders, Path dbFile) {
     this.dbFile = dbFile;
     this.dataSource = dataSource;
     this.pool = pool;
@@ -56,7 +63,7 @@ public final class ReadStore implements AutoCloseable {
    * @return the read store
    * @throws SQLException when the data source cannot be built
    */
-  public static ReadStore open(Vertx vertx, Path dbFile, int size, long busyTimeoutMs) throws SQLException {
+  public static SqliteReads open(Vertx vertx, Path dbFile, int size, long busyTimeoutMs) throws SQLException {
     AgroalDataSourceConfigurationSupplier cfg = new AgroalDataSourceConfigurationSupplier()
         .connectionPoolConfiguration(cp -> cp
             .initialSize(0)
@@ -72,7 +79,7 @@ public final class ReadStore implements AutoCloseable {
             }));
     AgroalDataSource ds = AgroalDataSource.from(cfg);
     Pool pool = JDBCPool.pool(vertx, ds, new PoolOptions().setMaxSize(size).setName("mbx-read"));
-    return new ReadStore(ds, pool, vertx.createSharedWorkerExecutor("mbx-pages", size), dbFile);
+    return new SqliteReads(ds, pool, vertx.createSharedWorkerExecutor("mbx-pages", size), dbFile);
   }
 
   /** The store file read ({@code relay.db}). */
@@ -86,6 +93,7 @@ public final class ReadStore implements AutoCloseable {
    * @param hostPubkey key string as sent
    * @return the row or empty
    */
+  @Override
   public Future<Optional<Enrolment>> enrolment(String hostPubkey) {
     return read(c -> c.preparedQuery("SELECT host_pubkey, host_name, owner_fp, account, authorized_by, enrolled_at,"
             + " revoked_at FROM enrolments WHERE host_pubkey = ?")
@@ -100,6 +108,7 @@ public final class ReadStore implements AutoCloseable {
    * @param limit most rows returned (callers ask for one more than they accept, to detect a crowded name)
    * @return the rows
    */
+  @Override
   public Future<List<Enrolment>> liveByName(String name, int limit) {
     return read(c -> c.preparedQuery("SELECT host_pubkey, host_name, owner_fp, account, authorized_by, enrolled_at,"
             + " revoked_at FROM enrolments WHERE lower(host_name) = lower(?) AND revoked_at IS NULL"
@@ -127,22 +136,13 @@ public final class ReadStore implements AutoCloseable {
   }
 
   /**
-   * What {@code info.you} needs (wire.md §4.7).
-   *
-   * @param headSeq last allocated seq, 0 if none
-   * @param ackedThrough stored acked_through, 0 if none
-   * @param v1EncPub the v1 ad's key or null
-   * @param v2Record the v2 ad record (canonical JSON) or null
-   */
-  public record YouState(long headSeq, long ackedThrough, String v1EncPub, String v2Record) {}
-
-  /**
    * Head, acked position and ads of a host.
    *
    * @param hostPubkey the host key
    * @return its state
    */
-  public Future<YouState> you(String hostPubkey) {
+  @Override
+  public Future<HostState> hostState(String hostPubkey) {
     return read(c -> c.preparedQuery("SELECT (SELECT next_seq FROM seqs WHERE target_pubkey = ?),"
             + " (SELECT acked_through FROM acked WHERE target_pubkey = ?),"
             + " (SELECT enc_pub FROM enc_ads WHERE host_pubkey = ?),"
@@ -152,88 +152,20 @@ public final class ReadStore implements AutoCloseable {
           Row r = rows.iterator().next();
           Long next = r.getLong(0);
           Long acked = r.getLong(1);
-          return new YouState(next == null ? 0 : next - 1, acked == null ? 0 : acked, r.getString(2), r.getString(3));
+          return new HostState(next == null ? 0 : next - 1, acked == null ? 0 : acked, r.getString(2), r.getString(3));
         });
   }
 
   /**
-   * One stored item as pulled.
-   *
-   * @param seq its seq
-   * @param kind envelope, receipt or expired
-   * @param itemId item id
-   * @param senderPubkey sender key
-   * @param wire exact stored bytes
-   * @param senderHost the sender's stored name (v1 pull answers it as {@code from})
-   */
-  public record PulledItem(long seq, String kind, String itemId, String senderPubkey, byte[] wire, String senderHost) {}
-
-  /**
-   * A pull page (wire.md §3 pull v2).
-   *
-   * @param headSeq last allocated seq for the target
-   * @param items items in seq order, without the damaged ones
-   * @param more true when rows beyond the page exist
-   * @param throughSeq the last seq the page covers (its answer's {@code last_seq}), the seq of its last row even when
-   *     that row was withheld; -1 when the page covers nothing
-   * @param damaged seqs of rows whose wire no longer matches their stored {@code wire_hash} (issue 10 item 1): never
-   *     served; the caller sets them aside
-   */
-  public record Page(long headSeq, List<PulledItem> items, boolean more, long throughSeq, List<Long> damaged) {
-
-    /** A page with nothing withheld: {@code throughSeq} is its last item's seq (or none). */
-    public Page(long headSeq, List<PulledItem> items, boolean more) {
-      this(headSeq, items, more, items.isEmpty() ? -1 : items.get(items.size() - 1).seq(), List.of());
-    }
-
-    /** The items' wire bytes (what the page holds in memory), bytes. */
-    public long wireBytes() {
-      long n = 0;
-      for (PulledItem it : items) {
-        n += it.wire().length;
-      }
-      return n;
-    }
-  }
-
-  /**
-   * Reads one page in a single read transaction (a consistent snapshot): first the seqs and sizes of up to
-   * {@code limit + 1} rows through the primary key, then the wire bytes of only the rows that fit.
-   *
-   * <p>The whole page is one blocking task on a page reader thread that keeps its own connection and prepared
-   * statements, rather than a statement-by-statement conversation through the Vert.x JDBC pool: a page is five
-   * statements (BEGIN, plan, fetch, head, COMMIT), and one hand-off per page instead of one per statement took the
-   * many-pulling-hosts workload from a 1.4 s median pull to milliseconds (issue 9). The connection comes from the same
-   * Agroal data source, read-only, like every read connection.
-   *
-   * @param target the caller's key
-   * @param after exclusive lower seq bound
-   * @param limit most items (1..max_pull)
-   * @param maxBytes byte budget (sum of stored {@code bytes}); a single oversize item still goes out alone
-   * @return the page; fails with the driver's exception when the store cannot be read
-   */
-  public Future<Page> pull(String target, long after, int limit, long maxBytes) {
-    return pull(target, after, limit, maxBytes, null, null);
-  }
-
-  /** The budget ran out: a non-empty page could not be held (answered 503 {@code relay busy; retry later}). */
-  public static final class PageBudgetExhausted extends RuntimeException {
-    private static final long serialVersionUID = 1L;
-
-    PageBudgetExhausted() {
-      super("pull page budget exhausted", null, false, false);
-    }
-  }
-
-  /**
-   * {@link #pull(String, long, int, long)} within a {@link PageBudget}: the page is planned within what the budget has
+   * A page within a {@link PageBudget}: the page is planned within what the budget has
    * left and its wire bytes are held in it (the caller releases them when the answer is done); an empty page holds
    * nothing.
    *
    * @param budget the budget, or null for none
    * @param client the client's rate key the page is held for (its share of the budget)
-   * @return the page; fails with {@link PageBudgetExhausted} when items are due but nothing is left for the client
+   * @return the page; fails with {@link PageBudget.Exhausted} when items are due but nothing is left for the client
    */
+  @Override
   public Future<Page> pull(String target, long after, int limit, long maxBytes, PageBudget budget, String client) {
     return pageReaders.executeBlocking(() -> {
       try {
@@ -246,7 +178,7 @@ public final class ReadStore implements AutoCloseable {
           return page; // holds nothing (a page of only damaged rows still moves the host past them)
         }
         if (free <= 0) {
-          throw new PageBudgetExhausted();
+          throw new PageBudget.Exhausted();
         }
         budget.hold(client, page.wireBytes());
         return page;
@@ -366,26 +298,17 @@ public final class ReadStore implements AutoCloseable {
    * @param target key
    * @return last allocated seq, 0 if none
    */
+  @Override
   public Future<Long> headSeq(String target) {
     return read(conn -> head(conn, target));
   }
-
-  /**
-   * Queue totals for the metrics gauges, from the writer-maintained {@code queue_usage} table (one row per target; the
-   * admin verticle calls it on a timer, never per request).
-   *
-   * @param items stored items, all targets and kinds
-   * @param bytes stored wire bytes, all targets
-   * @param largestTargetItems items of the target with the most items
-   * @param largestTargetBytes bytes of the target with the most bytes
-   */
-  public record QueueStats(long items, long bytes, long largestTargetItems, long largestTargetBytes) {}
 
   /**
    * Reads the queue totals in one read transaction.
    *
    * @return the totals
    */
+  @Override
   public Future<QueueStats> queueStats() {
     return read(c -> c.query("SELECT coalesce(sum(items), 0), coalesce(sum(bytes), 0), coalesce(max(items), 0),"
             + " coalesce(max(bytes), 0) FROM queue_usage")
@@ -397,6 +320,7 @@ public final class ReadStore implements AutoCloseable {
   }
 
   /** A trivial query through the pool (readiness). */
+  @Override
   public Future<Void> probe() {
     return pool.query("SELECT 1").execute().mapEmpty();
   }
@@ -404,24 +328,12 @@ public final class ReadStore implements AutoCloseable {
   // ---- trust reads (issue 3): enc-key ads and the deny list ----
 
   /**
-   * The ads of a live enrolment (wire.md §4.2 GET).
-   *
-   * @param hostName the enrolment's stored name
-   * @param hostPubkey the key
-   * @param v1EncPub the v1 ad's key, or null
-   * @param v1Sig the v1 ad's signature, or null
-   * @param v2Record the v2 ad record (canonical JSON), or null
-   * @param v2Sig the v2 ad's signature, or null
-   */
-  public record EncAds(String hostName, String hostPubkey, String v1EncPub, String v1Sig, String v2Record,
-      String v2Sig) {}
-
-  /**
    * The ads of a key, only while its enrolment is live.
    *
    * @param hostPubkey the key as sent
    * @return the ads (both parts may be null), or empty when the key is not a live enrolment
    */
+  @Override
   public Future<Optional<EncAds>> encAds(String hostPubkey) {
     return read(c -> c.preparedQuery("SELECT e.host_name, e.host_pubkey, a.enc_pub, a.sig, r.record, r.sig"
             + " FROM enrolments e LEFT JOIN enc_ads a ON a.host_pubkey = e.host_pubkey"
@@ -439,20 +351,11 @@ public final class ReadStore implements AutoCloseable {
   }
 
   /**
-   * One deny-list entry (seed 000 §8 "Revocation").
-   *
-   * @param kind {@code host_fp} or {@code client_id}
-   * @param value fingerprint or client id
-   * @param note operator note
-   * @param addedAt ISO time added
-   */
-  public record DenyEntry(String kind, String value, String note, String addedAt) {}
-
-  /**
    * The deny list, ordered by time added.
    *
    * @return every entry
    */
+  @Override
   public Future<List<DenyEntry>> denyList() {
     return read(c -> c.preparedQuery("SELECT kind, value, note, added_at FROM deny_list ORDER BY added_at, kind, value")
         .execute(Tuple.tuple()))

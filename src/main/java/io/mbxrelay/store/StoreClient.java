@@ -1,4 +1,4 @@
-package io.mbxrelay.server;
+package io.mbxrelay.store;
 
 import io.mbxrelay.store.StoreCommand;
 import io.vertx.core.Future;

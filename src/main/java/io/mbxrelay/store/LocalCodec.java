@@ -1,4 +1,4 @@
-package io.mbxrelay.server;
+package io.mbxrelay.store;
 
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.eventbus.MessageCodec;
