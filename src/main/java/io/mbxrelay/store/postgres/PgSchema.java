@@ -43,7 +43,10 @@ public final class PgSchema {
   /** Number of {@code store_totals} rows; a writer session adds to the row of its own shard. */
   static final int TOTAL_SHARDS = 16;
 
-  /** Version 1 DDL, in order. */
+  /**
+   * Version 1 DDL, in order. Every text column compares bytewise ({@code COLLATE "C"}), as SQLite does: keys, ISO
+   * times and names then sort and match the same on any server locale.
+   */
   static final List<String> V1 = List.of(
       "CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL)",
       "CREATE TABLE enrolments(host_pubkey TEXT PRIMARY KEY, host_name TEXT NOT NULL, owner_fp TEXT NOT NULL,"
@@ -88,7 +91,8 @@ public final class PgSchema {
       // Open enrolment challenges, shared so that a challenge issued by one instance is answered at another
       // (docs/scale-out.md "What is shared").
       "CREATE TABLE challenges(host_pubkey TEXT PRIMARY KEY, nonce TEXT NOT NULL, expires_at_ms BIGINT NOT NULL)",
-      "CREATE INDEX challenges_expiry ON challenges(expires_at_ms)");
+      "CREATE INDEX challenges_expiry ON challenges(expires_at_ms)")
+      .stream().map(ddl -> ddl.replace(" TEXT", " TEXT COLLATE \"C\"")).toList();
 
   /**
    * Creates the schema on an empty database or migrates an older one, inside one transaction under the open lock.
