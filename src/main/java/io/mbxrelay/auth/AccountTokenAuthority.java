@@ -26,7 +26,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 
 /**
- * The hosted relay's enrolment authority (seed 000 §8 "account tokens"; {@code docs/account-tokens.md}): the
+ * The hosted relay's enrolment authority (docs/protocol.md §7.8 "account tokens"; {@code docs/account-tokens.md}): the
  * enrolment's {@code proof} carries a short-lived JWT access token from the accounts issuer, verified offline against
  * the issuer's JWKS ({@link JwksCache}). Granted only when every check passes, in this order (the first failure is
  * the denial reason, answered as 403 DENIED {@code enrolment not authorized: <reason>}):
@@ -68,7 +68,7 @@ public final class AccountTokenAuthority implements EnrolmentAuthority {
    * @param jwks the issuer's key cache
    * @param issuer the only {@code iss} accepted
    * @param audience this relay's URL, the only {@code aud} accepted (one trailing slash ignored)
-   * @param maxLifetimeMs most {@code exp − iat}, ms (seed 000 §8: 15 min)
+   * @param maxLifetimeMs most {@code exp − iat}, ms (docs/protocol.md §7.8: 15 min)
    * @param clock time source
    */
   public AccountTokenAuthority(JwksCache jwks, String issuer, String audience, long maxLifetimeMs, Clock clock) {
@@ -228,7 +228,7 @@ public final class AccountTokenAuthority implements EnrolmentAuthority {
    * The RFC 7638 thumbprint (SHA-256, base64url) of a host key as an Ed25519 OKP JWK ({@code {"crv":"Ed25519",
    * "kty":"OKP","x":<base64url of the 32 raw bytes>}}): the value {@code cnf.jkt} must carry.
    *
-   * @param hostPubkeyB64 the host key, standard base64 (wire.md §1)
+   * @param hostPubkeyB64 the host key, standard base64 (docs/protocol.md §1)
    * @return the thumbprint, or empty when the key does not decode to 32 bytes
    */
   public static Optional<String> thumbprint(String hostPubkeyB64) {

@@ -9,7 +9,7 @@ import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Open enrolment challenges, in memory (seed 000 §2 "Challenges ... MAY stay in memory, bounded"; wire.md §4.1):
+ * Open enrolment challenges, in memory (docs/protocol.md §7.2 "Challenges", §4.1):
  * one per host key, each lives {@code ttlMs} from its issue, at most {@code max} open. A restart only invalidates
  * outstanding challenges; clients retry.
  *
@@ -39,7 +39,7 @@ public final class ChallengeStore {
 
   /**
    * @param max most open challenges (config {@code limits.maxOpenChallenges}), at least 1
-   * @param ttlMs lifetime of a challenge, ms (config {@code limits.challengeTtlMs}, wire.md §3: 300,000)
+   * @param ttlMs lifetime of a challenge, ms (config {@code limits.challengeTtlMs}, docs/protocol.md §3: 300,000)
    */
   public ChallengeStore(int max, long ttlMs) {
     if (max < 1 || ttlMs < 1) {
@@ -55,7 +55,7 @@ public final class ChallengeStore {
    *
    * @param hostPubkey the key field as sent (any spelling; already checked with {@code B64.isPubkey})
    * @param nowMs now, epoch ms
-   * @return the nonce (16 random bytes, base64url without padding, wire.md §1); never empty since issue 11 (the
+   * @return the nonce (16 random bytes, base64url without padding, docs/protocol.md §1); never empty since issue 11 (the
    *     Optional stays so that a future policy may refuse again, answered 503 BUSY by the caller)
    */
   public synchronized Optional<String> issue(String hostPubkey, long nowMs) {
@@ -86,7 +86,7 @@ public final class ChallengeStore {
    *
    * @param hostPubkey the key field as sent (any spelling)
    * @param nowMs now, epoch ms
-   * @return the nonce or empty (wire.md §4.1: 401 {@code no pending enrolment challenge})
+   * @return the nonce or empty (docs/protocol.md §4.1: 401 {@code no pending enrolment challenge})
    */
   public synchronized Optional<String> pending(String hostPubkey, long nowMs) {
     Open o = open.get(KeySpelling.canonicalOrSelf(hostPubkey));

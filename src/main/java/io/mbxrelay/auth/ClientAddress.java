@@ -4,7 +4,7 @@ import io.netty.util.NetUtil;
 import java.util.Locale;
 
 /**
- * Which address the per-client enrolment rate is keyed by (wire.md §5 {@code MBX_RELAY_TRUST_PROXY}, seed 000 §2):
+ * Which address the per-client enrolment rate is keyed by (docs/protocol.md §5 {@code MBX_RELAY_TRUST_PROXY}, §7.2):
  * the socket peer, or behind a trusted proxy the rightmost {@code X-Forwarded-For} entry (the one the proxy
  * appended; entries to its left are client-controlled), or Cloudflare's {@code CF-Connecting-IP}. {@link #rateKey}
  * then groups IPv6 addresses by network prefix (issue 11 item 6).

@@ -5,9 +5,9 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 
 /**
- * Decides whether a host key may enrol (seed 000 §8): {@code authorize({host_name, host_pubkey, owner_fp, proof}) →
+ * Decides whether a host key may enrol (docs/protocol.md §7.8): {@code authorize({host_name, host_pubkey, owner_fp, proof}) →
  * {ok, account?, org?, reason?}}. A thrown exception means the authority is unavailable and the enrolment is denied
- * with reason {@code the enrolment authority is unavailable} (wire.md §4.1).
+ * with reason {@code the enrolment authority is unavailable} (docs/protocol.md §4.1).
  *
  * <p>Implementations must be thread-safe and must not block (they run on event loops).
  */
@@ -30,7 +30,7 @@ public interface EnrolmentAuthority {
    * @param account proven account, or null
    * @param org proven organisation, or null
    * @param reason denial reason (≤ 200 chars used), or null
-   * @param clientId the token's {@code client_id} (deny-list key, seed 000 §8), or null
+   * @param clientId the token's {@code client_id} (deny-list key, docs/protocol.md §7.8), or null
    */
   record Decision(boolean ok, String account, String org, String reason, String clientId) {
     /** A decision without client id. */

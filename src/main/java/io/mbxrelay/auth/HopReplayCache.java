@@ -11,13 +11,13 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Replay protection beyond the reference (issue 3 item 7; wire.md §2 "No nonce, no replay cache"): remembers every
+ * Replay protection beyond the reference (issue 3 item 7; docs/protocol.md §2 "Verification", §8.4): remembers every
  * accepted state-changing hop for as long as its {@code x-mbx-ts} keeps it fresh, so an exact replay (same key, same
  * signed text) inside the ±window is refused with 401 {@code bad relay hop}. A client's legitimate retry is signed
  * with a fresh {@code ts}, which changes the signed text, so it passes (and the store's dedup answers it).
  *
  * <p>The entry key is SHA-256 over the caller's key and the signed text, not the signature string: base64 decoding
- * is lenient (wire.md §1), so one signature has many spellings, while the signed text of an exact replay is identical.
+ * is lenient (docs/protocol.md §1), so one signature has many spellings, while the signed text of an exact replay is identical.
  * An entry lives until {@code ts + windowMs}; after that the hop is stale anyway.
  *
  * <p>Bounded, and never a way to lock other hosts out: at most {@code maxPerKey} entries per caller key (a key over its
@@ -49,7 +49,7 @@ public final class HopReplayCache {
   /**
    * @param maxEntries most hops remembered in all (config {@code trust.replayCacheMaxEntries})
    * @param maxPerKey most hops remembered per caller key (config {@code trust.replayCacheMaxPerKey})
-   * @param windowMs the hop freshness window, ms (config {@code limits.hopWindowMs}, wire.md §2: 300,000)
+   * @param windowMs the hop freshness window, ms (config {@code limits.hopWindowMs}, docs/protocol.md §2: 300,000)
    */
   public HopReplayCache(int maxEntries, int maxPerKey, long windowMs) {
     if (maxEntries < 1 || maxPerKey < 1 || windowMs < 1) {
@@ -64,7 +64,7 @@ public final class HopReplayCache {
    * Records a verified hop and says whether it was seen before.
    *
    * @param callerKey the authenticated caller's key (base64)
-   * @param signedText the exact signed hop text (wire.md §2)
+   * @param signedText the exact signed hop text (docs/protocol.md §2)
    * @param tsMs the hop's parsed {@code x-mbx-ts}, epoch ms
    * @param nowMs now, epoch ms
    * @return {@link Result#FRESH} or {@link Result#REPLAY}
@@ -78,7 +78,7 @@ public final class HopReplayCache {
    * hash is computed outside the lock (a push's signed text can be megabytes).
    *
    * @param callerKey the authenticated caller's key (base64)
-   * @param signedText the UTF-8 bytes of the exact signed hop text (wire.md §2)
+   * @param signedText the UTF-8 bytes of the exact signed hop text (docs/protocol.md §2)
    * @param tsMs the hop's parsed {@code x-mbx-ts}, epoch ms
    * @param nowMs now, epoch ms
    * @return {@link Result#FRESH} or {@link Result#REPLAY}

@@ -1,7 +1,7 @@
 package io.mbxrelay.auth;
 
 /**
- * The default authority for self-hosted relays (wire.md §4.1 {@code host-key-challenge}): possession of the host
+ * The default authority for self-hosted relays (docs/protocol.md §4.1 {@code host-key-challenge}): possession of the host
  * key, proven by the challenge signature the relay already checked, is enough. Grants no account.
  */
 public final class HostKeyChallengeAuthority implements EnrolmentAuthority {

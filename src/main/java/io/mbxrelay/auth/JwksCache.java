@@ -12,7 +12,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The account issuer's signing keys, cached by {@code kid} (seed 000 §8): replaced as a whole on every successful
+ * The account issuer's signing keys, cached by {@code kid} (docs/protocol.md §7.8): replaced as a whole on every successful
  * fetch (so a key that leaves the JWKS stops verifying at once), refreshed on a timer by the
  * {@code JwksRefreshVerticle} and on an unknown {@code kid} at most once per {@code unknownKidMinIntervalMs}. When
  * the JWKS cannot be fetched, the keys of the last successful fetch serve for {@code lifetimeMs}; after that
@@ -65,8 +65,8 @@ public final class JwksCache {
 
   /**
    * @param clock time source (tests inject one to step past the intervals)
-   * @param lifetimeMs how long the last successful fetch serves (seed 000 §8: 1 h)
-   * @param unknownKidMinIntervalMs least time between unknown-kid refreshes (seed 000 §8: 1 min)
+   * @param lifetimeMs how long the last successful fetch serves (docs/protocol.md §7.8: 1 h)
+   * @param unknownKidMinIntervalMs least time between unknown-kid refreshes (docs/protocol.md §7.8: 1 min)
    */
   public JwksCache(Clock clock, long lifetimeMs, long unknownKidMinIntervalMs) {
     this.clock = Objects.requireNonNull(clock);

@@ -8,7 +8,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.UnaryOperator;
 
 /**
- * A sliding-window rate limit per key: at most {@code limit} calls in any {@code windowMs} (wire.md §3: 120 push
+ * A sliding-window rate limit per key: at most {@code limit} calls in any {@code windowMs} (docs/protocol.md §3: 120 push
  * requests per sender key per minute; 30 enrolment calls per client address per minute). Each key keeps the times
  * of its calls inside the window (at most {@code limit}) in a ring that grows with use.
  *
@@ -93,7 +93,7 @@ public final class SlidingWindowLimiter {
   }
 
   /**
-   * A limiter keyed by client address (the enrolment calls, wire.md §3): IPv6 addresses count per network of
+   * A limiter keyed by client address (the enrolment calls, docs/protocol.md §3): IPv6 addresses count per network of
    * {@code ipv6PrefixBits} (one host usually holds a whole /64), IPv4 per address ({@link ClientAddress#rateKey}).
    *
    * @param limit calls allowed per window

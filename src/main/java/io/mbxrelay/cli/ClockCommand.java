@@ -14,8 +14,9 @@ import picocli.CommandLine.Option;
  * {@code mbxrelay clock status|resume} (issue 10 item 7): the running relay's store clock through its admin port.
  * {@code status} GETs {@code /clock}; {@code resume} POSTs {@code /clock/resume}, the operator's acceptance of the wall
  * clock after a step paused expiry and dedup pruning (check the time first: {@code timedatectl}, {@code chronyc
- * tracking}). The admin token, when the relay has one, comes from {@code $MBX_RELAY_ADMIN_TOKEN}. Prints the relay's
- * JSON answer; exit 0 on 200, 1 otherwise.
+ * tracking}). The admin token, when the relay has one, comes from {@code $MBX_RELAY_ADMIN_TOKEN}; the admin address
+ * from the relay's configuration ({@link AdminUrl}). Prints the relay's JSON answer; exit 0 on 200, 1 otherwise, 2 on
+ * an invalid configuration.
  */
 @Command(name = "clock", mixinStandardHelpOptions = true,
     description = "Show the relay's store clock, or resume expiry and dedup pruning after a wall-clock step.",
@@ -26,17 +27,34 @@ public final class ClockCommand implements Runnable {
     picocli.CommandLine.usage(this, System.err);
   }
 
-  /** Shared {@code --url} option. */
+  /** Shared {@code --url} and {@code --config} options. */
   abstract static class AdminCall implements Callable<Integer> {
-    @Option(names = "--url", description = "Admin base URL (default: http://127.0.0.1:$MBX_RELAY_ADMIN_PORT, port 7375).")
+    @Option(names = "--url", description = "Admin base URL (default: from the relay's configuration: admin.bind and"
+        + " admin.port, loopback for a wildcard bind; http://127.0.0.1:7375 by default).")
     String url;
+
+    @Option(names = "--config", description = "The relay's configuration file (default: $MBX_RELAY_CONFIG), for"
+        + " admin.bind and admin.port.")
+    java.nio.file.Path config;
 
     int call(String method, String path) {
       Map<String, String> env = System.getenv();
-      String base = url != null ? url : "http://127.0.0.1:" + (env.get("MBX_RELAY_ADMIN_PORT") == null
-          || env.get("MBX_RELAY_ADMIN_PORT").isBlank() ? "7375" : env.get("MBX_RELAY_ADMIN_PORT").trim());
-      HttpRequest.Builder req = HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(10))
-          .method(method, HttpRequest.BodyPublishers.noBody());
+      String base;
+      try {
+        base = url != null ? url : AdminUrl.base(config, env);
+      } catch (io.mbxrelay.config.ConfigException e) {
+        System.err.println("[mbxrelay] invalid configuration:");
+        e.violations().forEach(v -> System.err.println("  - " + v));
+        return 2;
+      }
+      HttpRequest.Builder req;
+      try {
+        req = HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(10))
+            .method(method, HttpRequest.BodyPublishers.noBody());
+      } catch (IllegalArgumentException e) {
+        System.err.println("[mbxrelay] --url is not a usable URL: " + base);
+        return 2;
+      }
       String token = env.get("MBX_RELAY_ADMIN_TOKEN");
       if (token != null && !token.isBlank()) {
         req.header("authorization", "Bearer " + token.trim());
@@ -50,8 +68,11 @@ public final class ClockCommand implements Runnable {
           return 1;
         }
         return 0;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return 1;
       } catch (Exception e) {
-        System.err.println("[mbxrelay] cannot reach the admin server at " + base + ": " + e.getClass().getSimpleName());
+        System.err.println("[mbxrelay] cannot reach the admin server at " + base + ": " + AdminUrl.describe(e, 10_000));
         return 1;
       }
     }

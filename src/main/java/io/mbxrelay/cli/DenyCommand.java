@@ -17,7 +17,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 /**
- * {@code mbxrelay deny add|list|remove} (seed 000 §8 "Revocation"; {@code docs/deny-list.md}): the operator's deny
+ * {@code mbxrelay deny add|list|remove} (docs/protocol.md §7.8 "Revocation"; {@code docs/deny-list.md}): the operator's deny
  * list, keyed by host fingerprint ({@code host_fp}) or account-token {@code client_id}. Adding an entry revokes every
  * live enrolment it matches, permanently; removing one lets new keys and clients enrol again but never un-revokes.
  * Receipts are 2-space JSON on stdout, human lines on stderr. Exit 0 ok, 1 store failure, 2 usage.
@@ -43,7 +43,7 @@ public final class DenyCommand implements Runnable {
   static Optional<DenyKey> key(String kind, String value) {
     Optional<DenyKey> k = DenyKey.of(kind, value);
     if (k.isEmpty()) {
-      System.err.println("[mbxrelay] bad deny entry: kind must be host_fp (a fingerprint or host key) or client_id");
+      System.err.println("[mbxrelay] bad deny entry: " + DenyKey.problem(kind, value).orElse("invalid"));
     }
     return k;
   }
@@ -64,7 +64,12 @@ public final class DenyCommand implements Runnable {
     @Override
     public Integer call() {
       Optional<DenyKey> k = key(kind, value);
-      if (k.isEmpty() || (note != null && note.length() > 200)) {
+      if (k.isEmpty()) {
+        return 2;
+      }
+      if (note != null && note.length() > 200) {
+        System.err.println("[mbxrelay] bad deny entry: --note must be at most 200 characters (is " + note.length()
+            + ")");
         return 2;
       }
       try {

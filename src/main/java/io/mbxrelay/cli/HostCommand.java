@@ -4,7 +4,7 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 /**
- * {@code mbxrelay host …}: the host side (wire.md §6), for hosts talking to a relay: {@code enrol}, {@code push},
+ * {@code mbxrelay host …}: the host side (docs/protocol.md §6), for hosts talking to a relay: {@code enrol}, {@code push},
  * {@code pull} (stateless), and the durable host over {@code host.db}: {@code init}, {@code relay set}, {@code peer
  * add}, {@code send}, {@code run}, {@code status}, {@code quarantine}, {@code doctor}. Host key file default {@code ~/.local/share/mbxrelay-host/host.key}, relay key pins in
  * {@code relays.json} next to it. Exit codes: 0 success, 1 relay refusal (or unreachable relay), 2 usage error.

@@ -19,7 +19,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 /**
- * {@code mbxrelay host enrol} (wire.md §4.1, §6 session open): creates the host key if missing, checks or pins the
+ * {@code mbxrelay host enrol} (docs/protocol.md §4.1, §6 session open): creates the host key if missing, checks or pins the
  * relay key, and enrols through the challenge. Stdout: one JSON object {@code {host, host_pubkey, host_fingerprint,
  * relay, relay_pubkey, relay_fingerprint, epoch}}.
  */
@@ -35,7 +35,8 @@ public final class HostEnrolCommand implements Callable<Integer> {
 
   @Spec CommandSpec spec;
 
-  @Option(names = "--relay", required = true, paramLabel = "URL", description = "Relay base URL.")
+  @Option(names = "--relay", required = true, paramLabel = "URL", converter = RelayUrl.class,
+      description = "Relay base URL.")
   String relay;
 
   @Option(names = "--name", required = true, paramLabel = "NAME", description = "Host name to enrol under.")

@@ -26,7 +26,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 /**
- * {@code mbxrelay host pull} (wire.md §3 pull/ack v2, §6 receiver): checks the relay key (signed info), pulls up to
+ * {@code mbxrelay host pull} (docs/protocol.md §3 pull/ack v2, §6 receiver): checks the relay key (signed info), pulls up to
  * 20 pages after {@code --after} and, with {@code --ack}, acks through the last seq. No position is kept (the durable
  * inbox is separate work). Stdout: each item's wire bytes as a UTF-8 line, or with {@code --json} one object
  * {@code {relay, epoch, head_seq, last_seq, more, items:[{seq, kind, item_id, sender_pubkey, wire_b64[, demo_text]}]
@@ -76,7 +76,7 @@ public final class HostPullCommand implements Callable<Integer> {
       AckResult acked = null;
       try (BlockingRelayClient client = new BlockingRelayClient(connection.relay, name, key, pinning.pin(),
           HostSupport.REQUEST_TIMEOUT_MS)) {
-        InfoResult info = client.info(); // wire.md §6: the relay key is checked before every session
+        InfoResult info = client.info(); // docs/protocol.md §6: the relay key is checked before every session
         if (!(info instanceof InfoResult.Ok)) {
           throw HostSupport.failureOf(info, "info");
         }

@@ -28,7 +28,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 /**
- * {@code mbxrelay host push} (wire.md §3 push v2, §4.5): pushes one envelope to one or more target hosts and verifies
+ * {@code mbxrelay host push} (docs/protocol.md §3 push v2, §4.5): pushes one envelope to one or more target hosts and verifies
  * the accept receipt against the pinned relay key. Stdout: {@code {item_id, status, targets:[{host_pubkey, seq}],
  * epoch, at, accept, sig}} (or {@code {item_id, status:"rejected:<why>"}}).
  */

@@ -116,13 +116,24 @@ final class HostStateCommands {
       if (!io.mbxrelay.wire.ReceiptCheck.HOST_RE.matcher(name).matches()) {
         throw new HostSupport.Failure(HostSupport.USAGE, "--name must match [A-Za-z0-9][A-Za-z0-9._-]{0,62}");
       }
+      Path db = dir().resolve(HostStore.FILE_NAME);
+      if (Files.exists(db)) {
+        // a host keeps its name (issue 12 item 6): peers and relays know it by it; init again only loads
+        try (HostStore s = HostStore.open(db)) {
+          java.util.Optional<String> was = s.setting("host_name");
+          if (was.isPresent() && !was.get().equals(name)) {
+            throw new HostSupport.Failure(HostSupport.USAGE, "the host in " + dir() + " is already initialised as "
+                + was.get() + "; a host keeps its name (use another --dir for another host)");
+          }
+        }
+      }
       HostKeys.Loaded k;
       try {
         k = HostKeys.loadOrCreate(dir().resolve(HostKeys.FILE_NAME));
       } catch (HostKeyException | IOException e) {
         throw new HostSupport.Failure(HostSupport.USAGE, e.getMessage());
       }
-      try (HostStore s = HostStore.open(dir().resolve(HostStore.FILE_NAME))) {
+      try (HostStore s = HostStore.open(db)) {
         s.putSetting("host_name", name);
         s.putSetting("host_pubkey", k.key().publicKeyB64());
       }
@@ -148,12 +159,12 @@ final class HostStateCommands {
     }
   }
 
-  /** Pins the relay key (seed 000 §1). */
+  /** Pins the relay key (docs/protocol.md §7.1). */
   @Command(name = "set", mixinStandardHelpOptions = true,
       description = {"Use this relay: show its key fingerprint and pin it.",
           "With --key the fingerprint must match (no trust on first use). A changed key needs --key NEW or --confirm."})
   static final class RelaySet extends Base {
-    @Parameters(index = "0", paramLabel = "URL", description = "Relay base URL.")
+    @Parameters(index = "0", paramLabel = "URL", converter = RelayUrl.class, description = "Relay base URL.")
     String url;
 
     @Option(names = "--key", paramLabel = "FINGERPRINT", description = "Expected relay key fingerprint.")
@@ -318,18 +329,31 @@ final class HostStateCommands {
           HostAgent a = agent(this, s, key, t)) {
         setting(s, "relay_url", "no relay set: run `mbxrelay host relay set URL` first");
         int wait = (int) Math.max(1, intervalMs / 1000);
+        String lastSession = null;
+        if (!once) {
+          err().println("[mbxrelay] running against " + s.setting("relay_url").orElse("") + "; a line per tick that"
+              + " moved something or changed the session state (Ctrl-C stops)");
+        }
         while (true) {
           TickReport r = a.tick(once ? 0 : wait);
           for (String n : r.notes()) {
             err().println("[mbxrelay] " + n);
           }
-          err().println("[mbxrelay] tick " + r.session() + ": accepted " + r.accepted() + ", pending " + r.notAccepted()
-              + ", delivered " + r.delivered() + ", duplicates " + r.duplicates() + ", receipts " + r.receipts()
-              + ", quarantined " + r.quarantined() + ", received_through " + r.receivedThrough());
-          err().flush();
-          if (json) {
-            HostSupport.printJson(out(), (ObjectNode) Json.MAPPER.valueToTree(r));
+          // an idle tick (nothing moved, same session state) prints nothing (issue 12 item 6)
+          boolean idle = r.notes().isEmpty() && r.session().equals(lastSession) && r.accepted() == 0
+              && r.notAccepted() == 0 && r.delivered() == 0 && r.duplicates() == 0 && r.receipts() == 0
+              && r.notices() == 0 && r.quarantined() == 0 && !r.epochChanged();
+          lastSession = r.session();
+          if (once || !idle) {
+            err().println("[mbxrelay] tick " + r.session() + ": accepted " + r.accepted() + ", pending "
+                + r.notAccepted() + ", delivered " + r.delivered() + ", duplicates " + r.duplicates() + ", receipts "
+                + r.receipts() + ", quarantined " + r.quarantined()
+                + (r.receivedThrough() < 0 ? "" : ", received through " + r.receivedThrough()));
+            if (json) {
+              HostSupport.printJson(out(), (ObjectNode) Json.MAPPER.valueToTree(r));
+            }
           }
+          err().flush();
           if (once) {
             return r.session().equals("ok") ? HostSupport.OK : HostSupport.REFUSED;
           }
@@ -355,14 +379,15 @@ final class HostStateCommands {
         s.relays().stream().filter(r -> r.url().equals(url)).findFirst().ifPresent(r ->
             o.put("relay_fingerprint", Fingerprint.ofB64(r.relayPubkey())).put("epoch", r.epoch()));
         if (url != null) {
-          s.position(url).ifPresent(p -> o.put("received_through", p.receivedThrough())
-              .put("acked_through", p.ackedThrough()));
+          // a position is never below 0; one that says so has no session behind it and is not shown (issue 12 item 6)
+          s.position(url).filter(p -> p.receivedThrough() >= 0 && p.ackedThrough() >= 0)
+              .ifPresent(p -> o.put("received_through", p.receivedThrough()).put("acked_through", p.ackedThrough()));
         }
         err().println("[mbxrelay] host " + o.get("host").asText() + "; relay " + (url == null ? "not set" : url
             + (o.has("relay_fingerprint") ? " (key " + o.get("relay_fingerprint").asText() + ", epoch "
             + o.path("epoch").asText("-") + ")" : ""))
             + (o.has("received_through") ? "; received through " + o.get("received_through").asLong()
-            + ", acked through " + o.get("acked_through").asLong() : ""));
+            + ", acked through " + o.get("acked_through").asLong() : url == null ? "" : "; nothing received yet"));
         ArrayNode rows = o.putArray("outbox");
         for (HostStore.OutboxRow r : s.outbox()) {
           rows.addObject().put("kind", r.kind()).put("msg_id", r.msgId())

@@ -5,7 +5,7 @@ import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 
 /**
- * {@code mbxrelay keygen} (wire.md §5 "Keys"): prints {@code MBX_RELAY_KEY=<base64 seed>} on stdout (a deploy secret)
+ * {@code mbxrelay keygen} (docs/protocol.md §5 "Keys"): prints {@code MBX_RELAY_KEY=<base64 seed>} on stdout (a deploy secret)
  * and the key's fingerprint on stderr.
  */
 @Command(name = "keygen", mixinStandardHelpOptions = true,

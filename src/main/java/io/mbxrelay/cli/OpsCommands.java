@@ -15,7 +15,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 /**
- * Operator commands on a store directory (wire.md §5 "CLI", "Ops"): receipts as 2-space JSON on stdout, human lines
+ * Operator commands on a store directory (docs/protocol.md §5 "CLI", "Ops"): receipts as 2-space JSON on stdout, human lines
  * on stderr; exit 0 on success, 1 when refused or failed.
  */
 final class OpsCommands {

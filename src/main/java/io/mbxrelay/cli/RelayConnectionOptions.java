@@ -8,7 +8,8 @@ import picocli.CommandLine.Option;
  * relay key fingerprint to expect when none is pinned yet.
  */
 final class RelayConnectionOptions {
-  @Option(names = "--relay", required = true, paramLabel = "URL", description = "Relay base URL.")
+  @Option(names = "--relay", required = true, paramLabel = "URL", converter = RelayUrl.class,
+      description = "Relay base URL.")
   String relay;
 
   @Option(names = "--key-file", paramLabel = "FILE",

@@ -15,8 +15,15 @@ import io.mbxrelay.store.sqlite.OpsException;
 import io.mbxrelay.store.sqlite.SqliteOps;
 import io.mbxrelay.store.sqlite.SqliteRelayStore;
 import io.mbxrelay.store.sqlite.StoreFiles;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.mbxrelay.store.StoreCommand;
+import io.mbxrelay.wire.IsoTime;
+import io.mbxrelay.wire.Json;
 import java.nio.file.Path;
 import java.time.Clock;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -26,7 +33,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * {@code mbxrelay serve} (wire.md §5 "CLI"): port {@code --port} &gt; {@code $PORT} &gt; 7374; bind {@code --bind}
+ * {@code mbxrelay serve} (docs/protocol.md §5 "CLI"): port {@code --port} &gt; {@code $PORT} &gt; 7374; bind {@code --bind}
  * &gt; 0.0.0.0; store dir {@code --store-dir} &gt; {@code $MBX_RELAY_DIR} &gt; {@code ~/.local/share/mbxrelay};
  * trust proxy {@code --trust-proxy} (= xff) or {@code $MBX_RELAY_TRUST_PROXY}; configuration {@code --config} &gt;
  * {@code $MBX_RELAY_CONFIG} over the defaults, then {@code MBX_RELAY_<SECTION>_<KEY>} variables.
@@ -73,28 +80,33 @@ public final class ServeCommand implements Callable<Integer> {
       + " dir first. Without it the relay refuses such a store (exit 3). Does nothing for a store that is not behind.")
   boolean acceptLostCommits;
 
+  @Option(names = "--print-config", description = "Print the effective configuration (defaults, then the --config"
+      + " file, then MBX_RELAY_* variables, then these options) as JSON on stdout, secrets masked, and exit 0"
+      + " without touching the store.")
+  boolean printConfig;
+
+  /** The process environment (tests replace it). */
+  Map<String, String> env = System.getenv();
+
+  /** The configuration in force (SIGHUP replaces what it can reload). */
+  private volatile RelayConfig current;
+
   @Override
   public Integer call() {
-    Map<String, String> env = System.getenv();
+    Path file = config != null ? config : env.get("MBX_RELAY_CONFIG") != null ? Path.of(env.get("MBX_RELAY_CONFIG"))
+        : null;
     RelayConfig cfg;
+    int listenPort;
     try {
-      Path file = config != null ? config : env.get("MBX_RELAY_CONFIG") != null ? Path.of(env.get("MBX_RELAY_CONFIG")) : null;
       cfg = ConfigLoader.load(file, env);
+      listenPort = listenPort();
+      List<String> ports = ConfigLoader.portViolations(cfg, listenPort);
+      if (!ports.isEmpty()) {
+        throw new ConfigException(ports);
+      }
     } catch (ConfigException e) {
       System.err.println("[mbxrelay] invalid configuration:");
       e.violations().forEach(v -> System.err.println("  - " + v));
-      return 2;
-    }
-    LogSetup.apply(cfg.log().json());
-    int listenPort;
-    try {
-      listenPort = port != null ? port : env.get("PORT") != null ? Integer.parseInt(env.get("PORT").trim()) : 7374;
-    } catch (NumberFormatException e) {
-      System.err.println("[mbxrelay] PORT must be a number");
-      return 2;
-    }
-    if (listenPort < 0 || listenPort > 65535) {
-      System.err.println("[mbxrelay] the port must be between 0 and 65535 (is " + listenPort + ")");
       return 2;
     }
     ClientAddress mode;
@@ -107,6 +119,15 @@ public final class ServeCommand implements Callable<Integer> {
       return 2;
     }
     Path dir = resolveStoreDir(storeDir, env);
+    String listenBind = bind == null ? "0.0.0.0" : bind;
+    if (printConfig) {
+      System.out.println(effectiveConfig(cfg, file, listenPort, listenBind, dir, mode).toPrettyString());
+      return 0;
+    }
+    LogSetup.apply(cfg.log().json(), cfg.log().level());
+    current = cfg;
+    // a SIGHUP while the store opens (logrotate, a reload during a restart) must not end the process
+    Signals.handle("HUP", () -> LOG.info("SIGHUP while starting: ignored"));
     Ed25519KeyPair key;
     RelayServer server;
     try {
@@ -118,42 +139,44 @@ public final class ServeCommand implements Callable<Integer> {
       // before the key or the lock is created: a dir that held a store never silently becomes a new one
       StoreFiles.refuseLostStore(dir, newStore, System.currentTimeMillis())
           .ifPresent(note -> System.err.println("[mbxrelay] " + note));
-      key = RelayKeys.loadOrCreate(dir, env.get("MBX_RELAY_KEY"));
-      server = RelayServer.start(cfg, key, new RelayServer.Options(listenPort, bind == null ? "0.0.0.0" : bind, dir,
+      try {
+        key = RelayKeys.loadOrCreate(dir, env.get(RelayKeys.ENV));
+      } catch (java.io.IOException e) {
+        Path keyFile = dir.resolve(RelayKeys.FILE_NAME);
+        System.err.println("[mbxrelay] cannot " + (java.nio.file.Files.exists(keyFile) ? "read" : "create")
+            + " the relay key file " + keyFile + ": " + StoreFiles.reason(e));
+        return 1;
+      }
+      server = RelayServer.start(cfg, key, new RelayServer.Options(listenPort, listenBind, dir,
           mode, crash, Clock.systemUTC(), run -> {}, (c, n, f) -> {}, acceptClock, acceptLostCommits));
     } catch (StoreRefusedException e) {
       System.err.println("[mbxrelay] store refused: " + e.getMessage());
       return EXIT_STORE_REFUSED;
-    } catch (RelayKeyException | StoreOpenException e) {
-      System.err.println("[mbxrelay] " + e.getMessage());
+    } catch (RelayKeyException | StoreOpenException | RelayServer.ListenException e) {
+      System.err.println("[mbxrelay] cannot start: " + e.getMessage());
       return 1;
     } catch (Exception e) {
       System.err.println("[mbxrelay] cannot start: " + rootMessage(e));
       return 1;
     }
-    SqliteRelayStore.OpenReport report = server.openReport();
+    io.mbxrelay.store.sqlite.SqliteBackend.OpenReport report = server.openReport();
     if (report.epochRotatedReason() != null) {
       System.err.println("[mbxrelay] epoch rotated at startup (" + report.epochRotatedReason() + "): "
           + report.previousEpoch() + " -> " + server.epoch());
     }
     LOG.info("relay started [version: {}] [store: {}] [epoch: {}] [relay key: {}] [port: {}] [admin: {}:{}]"
             + " [http instances: {}] [read pool: {}] [writer batch: {}] [authority: {}] [trust proxy: {}]"
-            + " [log json: {}]",
+            + " [log json: {}] [log level: {}]",
         RelayServer.version(), dir.toAbsolutePath(), server.epoch(), key.fingerprint(), server.port(),
         cfg.admin().bind(), server.adminPort(), cfg.http().instances(), cfg.store().readPoolSize(),
-        cfg.store().writerBatchMax(), cfg.enrolment().authority(), mode, cfg.log().json());
-    System.out.println("[mbxrelay] untrusted store-and-forward relay listening on :" + server.port()
+        cfg.store().writerBatchMax(), cfg.enrolment().authority(), mode, cfg.log().json(), LogSetup.level());
+    // before the banner: a supervisor or test that acts on the listening line finds the handlers in place
+    CountDownLatch stopped = handleSignals(server, file);
+    banner(cfg.log().json(), "untrusted store-and-forward relay listening on :" + server.port()
         + " (store " + dir.toAbsolutePath() + ", epoch " + server.epoch() + ")");
-    System.out.println("[mbxrelay] admin (metrics, health, ready) on " + cfg.admin().bind() + ":"
-        + server.adminPort());
-    System.out.println("[mbxrelay] relay key " + key.fingerprint()
+    banner(cfg.log().json(), "admin (metrics, health, ready) on " + cfg.admin().bind() + ":" + server.adminPort());
+    banner(cfg.log().json(), "relay key " + key.fingerprint()
         + " (hosts pin it with: mbxrelay host relay set <url> --key " + key.fingerprint() + ")");
-    System.out.flush();
-    CountDownLatch stopped = new CountDownLatch(1);
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      server.close();
-      stopped.countDown();
-    }, "mbx-shutdown"));
     try {
       stopped.await();
     } catch (InterruptedException e) {
@@ -163,7 +186,152 @@ public final class ServeCommand implements Callable<Integer> {
   }
 
   /**
-   * {@code MBX_RELAY_RESTORE_FROM} (wire.md §5): restores that backup once per path before serving; a failure is
+   * Installs the stop and reload handlers (issue 12 item 1): SIGTERM or SIGINT drains the relay and counts the
+   * returned latch down, after which {@code serve} returns 0; SIGHUP reloads. A JVM shutdown hook covers the other
+   * ways out ({@code System.exit}, or a JVM that did not let us handle the signals).
+   *
+   * @return counted down once the relay has stopped
+   */
+  private CountDownLatch handleSignals(RelayServer server, Path file) {
+    CountDownLatch stopped = new CountDownLatch(1);
+    java.util.concurrent.atomic.AtomicBoolean stopping = new java.util.concurrent.atomic.AtomicBoolean();
+    java.util.function.Consumer<String> stop = signal -> {
+      if (!stopping.compareAndSet(false, true)) {
+        LOG.info("stop already in progress [signal: {}]", signal);
+        return;
+      }
+      LOG.info("stop requested [signal: {}]", signal);
+      server.close();
+      stopped.countDown();
+    };
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      server.close(); // waits for a stop already in progress
+      stopped.countDown();
+    }, "mbx-shutdown"));
+    boolean term = Signals.handle("TERM", () -> stop.accept("SIGTERM"));
+    boolean interrupt = Signals.handle("INT", () -> stop.accept("SIGINT"));
+    boolean hangup = Signals.handle("HUP", () -> reload(server, file));
+    if (!term || !interrupt || !hangup) {
+      LOG.warn("signal handlers not installed [TERM: {}] [INT: {}] [HUP: {}]: those signals end the process the JVM's"
+          + " way (status 128 + signal) after the same drain", term, interrupt, hangup);
+    }
+    return stopped;
+  }
+
+  /**
+   * SIGHUP (issue 12 items 1 and 5): reads the configuration again (file and environment) and applies what can change
+   * while running: the log level. The deny list needs no reload: it lives in the store and the relay sees a change by
+   * {@code mbxrelay deny} within a second; the reload's ops entry runs a writer transaction, which checks for such
+   * changes at once. Every other changed setting is named as needing a restart. An invalid file changes nothing.
+   */
+  private synchronized void reload(RelayServer server, Path file) {
+    RelayConfig next;
+    try {
+      next = ConfigLoader.load(file, env);
+    } catch (ConfigException e) {
+      LOG.warn("SIGHUP: configuration not reloaded, it is invalid; the running settings stay [violations: {}]",
+          String.join("; ", e.violations()));
+      return;
+    }
+    RelayConfig was = current;
+    String from = LogSetup.level();
+    LogSetup.level(next.log().level());
+    String to = LogSetup.level();
+    List<String> restart = new ArrayList<>();
+    if (!next.http().equals(was.http())) {
+      restart.add("http");
+    }
+    if (!next.store().equals(was.store())) {
+      restart.add("store");
+    }
+    if (!next.limits().equals(was.limits())) {
+      restart.add("limits");
+    }
+    if (!next.timers().equals(was.timers())) {
+      restart.add("timers");
+    }
+    if (!next.enrolment().equals(was.enrolment())) {
+      restart.add("enrolment");
+    }
+    if (!next.admin().equals(was.admin())) {
+      restart.add("admin");
+    }
+    if (next.log().json() != was.log().json()) {
+      restart.add("log.json");
+    }
+    if (!next.trust().equals(was.trust())) {
+      restart.add("trust");
+    }
+    current = new RelayConfig(was.http(), was.store(), was.limits(), was.timers(), was.enrolment(), was.admin(),
+        new RelayConfig.Log(was.log().json(), to), was.trust());
+    LOG.info("SIGHUP: configuration reloaded [log level: {} -> {}] [deny list: read live from the store, checked now]"
+        + " [changed settings that need a restart: {}]", from, to, restart.isEmpty() ? "none" : String.join(", ",
+            restart));
+    ObjectNode receipt = Json.MAPPER.createObjectNode().put("v", 1).put("type", "relay-reload")
+        .put("at", IsoTime.format(System.currentTimeMillis())).put("signal", "SIGHUP");
+    receipt.putObject("log_level").put("from", from).put("to", to);
+    ArrayNode r = receipt.putArray("restart_needed");
+    restart.forEach(r::add);
+    server.writes().send(new StoreCommand.LogOp("reload", Json.stringify(receipt)))
+        .onFailure(e -> LOG.warn("reload ops entry not written [error: {}]", e.getMessage()));
+  }
+
+  /** The relay port: {@code --port} &gt; {@code $PORT} &gt; 7374. */
+  private int listenPort() throws ConfigException {
+    int p;
+    try {
+      p = port != null ? port : env.get("PORT") != null ? Integer.parseInt(env.get("PORT").trim()) : 7374;
+    } catch (NumberFormatException e) {
+      throw new ConfigException(List.of("PORT must be a number (is " + env.get("PORT").trim() + ")"));
+    }
+    if (p < 0 || p > 65535) {
+      throw new ConfigException(List.of("the port must be between 0 and 65535 (is " + p + ")"));
+    }
+    return p;
+  }
+
+  /**
+   * Human lines of the start (issue 12 item 7): on stderr as {@code [mbxrelay] …} lines; in JSON log mode as log
+   * events, so stderr stays one JSON object per line.
+   */
+  private static void banner(boolean json, String line) {
+    if (json) {
+      LOG.info(line);
+    } else {
+      System.err.println("[mbxrelay] " + line);
+      System.err.flush();
+    }
+  }
+
+  /**
+   * {@code serve --print-config} (issue 12 item 5): the process options, then every configuration section as
+   * validated. Secrets are never printed: {@code admin.token} and {@code MBX_RELAY_KEY} show only whether they are
+   * set.
+   */
+  static ObjectNode effectiveConfig(RelayConfig cfg, Path file, int port, String bind, Path dir, ClientAddress mode,
+      Map<String, String> env) {
+    ObjectNode out = Json.MAPPER.createObjectNode();
+    ObjectNode serve = out.putObject("serve");
+    serve.put("port", port).put("bind", bind).put("store_dir", dir.toAbsolutePath().toString())
+        .put("config_file", file == null ? null : file.toAbsolutePath().toString())
+        .put("trust_proxy", mode.name().toLowerCase(java.util.Locale.ROOT));
+    String key = env.get(RelayKeys.ENV);
+    serve.put("relay_key", key != null && !key.isBlank() ? "from " + RelayKeys.ENV + " (set, not shown)"
+        : dir.resolve(RelayKeys.FILE_NAME).toAbsolutePath().toString());
+    ObjectNode tree = Json.MAPPER.valueToTree(cfg);
+    ObjectNode admin = (ObjectNode) tree.get("admin");
+    String token = cfg.admin().token();
+    admin.put("token", token == null || token.isEmpty() ? "" : "(set, not shown)");
+    tree.fields().forEachRemaining(e -> out.set(e.getKey(), e.getValue()));
+    return out;
+  }
+
+  private ObjectNode effectiveConfig(RelayConfig cfg, Path file, int port, String bind, Path dir, ClientAddress mode) {
+    return effectiveConfig(cfg, file, port, bind, dir, mode, env);
+  }
+
+  /**
+   * {@code MBX_RELAY_RESTORE_FROM} (docs/protocol.md §5): restores that backup once per path before serving; a failure is
    * logged and the current store is served.
    */
   private static void restoreFromEnv(Path dir, String from) {
@@ -225,6 +393,9 @@ public final class ServeCommand implements Callable<Integer> {
     while (c.getCause() != null && c.getCause() != c) {
       c = c.getCause();
     }
-    return c.getClass().getSimpleName() + (c.getMessage() == null ? "" : ": " + c.getMessage());
+    if (c instanceof java.io.IOException io) {
+      return StoreFiles.reason(io);
+    }
+    return c.getMessage() == null ? c.getClass().getSimpleName() : c.getMessage();
   }
 }

@@ -132,9 +132,9 @@ public final class ConfigLoader {
   private static final java.util.regex.Pattern IP_LITERAL =
       java.util.regex.Pattern.compile("^(\\d{1,3}(\\.\\d{1,3}){3}|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]*)$");
 
-  /** MBX_RELAY_* variables that are not configuration knobs (wire.md §5 and the CLI), so never "unknown". */
+  /** MBX_RELAY_* variables that are not configuration knobs (docs/protocol.md §5 and the CLI), so never "unknown". */
   private static final Set<String> OTHER_VARIABLES = Set.of("MBX_RELAY_KEY", "MBX_RELAY_DIR", "MBX_RELAY_CONFIG",
-      "MBX_RELAY_TRUST_PROXY", "MBX_RELAY_RESTORE_FROM", "MBX_RELAY_TEST_CRASH", "MBX_RELAY_LOG_LEVEL");
+      "MBX_RELAY_TRUST_PROXY", "MBX_RELAY_RESTORE_FROM", "MBX_RELAY_TEST_CRASH");
 
   private static void applyEnv(ObjectNode tree, Map<String, String> env, List<String> violations) {
     // A misspelt override (MBX_RELAY_HTTP_INSTANCE) would otherwise be ignored silently, like an unknown key in a file
@@ -200,6 +200,9 @@ public final class ConfigLoader {
 
   private static final Set<String> AUTHORITIES = Set.of("host-key-challenge", "account-token");
 
+  /** The root levels {@code log.level} accepts (Logback's names; any case). */
+  public static final List<String> LOG_LEVELS = List.of("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "OFF");
+
   /** Range checks over the whole configuration; every violation is returned. */
   static List<String> validate(RelayConfig c) {
     List<String> v = new ArrayList<>();
@@ -224,6 +227,11 @@ public final class ConfigLoader {
     range(v, "http.maxInFlightBodyBytesPerClient", c.http().maxInFlightBodyBytesPerClient(), 0, 1L << 40);
     range(v, "http.maxPageBytesInFlightPerClient", c.http().maxPageBytesInFlightPerClient(), 0, 1L << 40);
     range(v, "http.maxConcurrentStreams", c.http().maxConcurrentStreams(), 1, 1000);
+    range(v, "http.shutdownGraceMs", c.http().shutdownGraceMs(), 0, 600_000);
+    if (!LOG_LEVELS.contains(c.log().level() == null ? "" : c.log().level().toUpperCase(Locale.ROOT))) {
+      v.add("log.level (MBX_RELAY_LOG_LEVEL) must be one of " + String.join(", ", LOG_LEVELS) + " (is "
+          + c.log().level() + ")");
+    }
     range(v, "store.readPoolSize", c.store().readPoolSize(), 1, 64);
     range(v, "store.writerBatchMax", c.store().writerBatchMax(), 1, 10_000);
     range(v, "store.writerTimeoutMs", c.store().writerTimeoutMs(), 1000, 600_000);
@@ -293,6 +301,23 @@ public final class ConfigLoader {
     }
     validateTrust(c, v);
     return v;
+  }
+
+  /**
+   * The checks that need the relay port, which is a process option ({@code --port}, {@code $PORT}) and not part of
+   * the file: the admin server never shares the relay's port (issue 12 item 6), so the conflict is refused with the
+   * other configuration errors instead of failing later as a port in use.
+   *
+   * @param c the validated configuration
+   * @param relayPort the relay port (0 = any free port)
+   * @return the violations, empty when none
+   */
+  public static List<String> portViolations(RelayConfig c, int relayPort) {
+    if (relayPort != 0 && c.admin().port() == relayPort) {
+      return List.of("admin.port (MBX_RELAY_ADMIN_PORT) must differ from the relay port (--port or $PORT); both are "
+          + relayPort + ": the admin server has its own port so the relay port carries only the wire protocol");
+    }
+    return List.of();
   }
 
   /**

@@ -6,20 +6,23 @@ import java.util.Objects;
  * The whole relay configuration: the tuning knobs of {@code conf/relay.json} after environment overrides and
  * validation ({@link ConfigLoader}). Immutable; safe to share between threads and verticles.
  *
- * <p>Units are in the field names (ms, bytes, days). Defaults follow wire.md §3 "Other constants" and are
+ * <p>Units are in the field names (ms, bytes, days). Defaults follow docs/protocol.md §3 "Other constants" and are
  * documented in {@code docs/configuration.md}.
  *
  * @param http HTTP verticles and request limits
  * @param store read pool and writer settings
- * @param limits protocol limits (wire.md §3, §4.7 {@code info.limits})
- * @param timers heartbeat and expiry sweep timers (wire.md §5)
- * @param enrolment which enrolment authority decides (seed 000 §8)
+ * @param limits protocol limits (docs/protocol.md §3, §4.7 {@code info.limits})
+ * @param timers heartbeat and expiry sweep timers (docs/protocol.md §5)
+ * @param enrolment which enrolment authority decides (docs/protocol.md §7.8)
  * @param admin the admin HTTP server (metrics, health, readiness) and the deny-list admin token
  * @param log log output format
  * @param trust replay protection (issue 3) and client-address grouping (issue 11)
  */
 public record RelayConfig(Http http, Store store, Limits limits, Timers timers, Enrolment enrolment, Admin admin,
     Log log, Trust trust) {
+
+  /** The values of {@code store.backend} this build can open ({@code io.mbxrelay.server.RelayServer#start}). */
+  public static final java.util.List<String> STORE_BACKENDS = java.util.List.of("sqlite", "postgresql");
 
   public RelayConfig {
     Objects.requireNonNull(http, "http");
@@ -37,8 +40,8 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    * HTTP side.
    *
    * @param instances number of HTTP verticle instances (event loops serving requests)
-   * @param maxBodyBytes streaming body cap for most routes (wire.md §3: 8 MiB)
-   * @param maxSmallBodyBytes streaming body cap for challenge, enrol and rotate (wire.md §3: 8 KiB) and every GET
+   * @param maxBodyBytes streaming body cap for most routes (docs/protocol.md §3: 8 MiB)
+   * @param maxSmallBodyBytes streaming body cap for challenge, enrol and rotate (docs/protocol.md §3: 8 KiB) and every GET
    * @param requestTimeoutMs a request whose body has not arrived in full by then is answered 408 and closed
    * @param idleTimeoutMs an idle connection (no bytes either way) is closed after this long; a long-poll pull waits
    *     at most 5 s less (and never more than 60 s)
@@ -53,10 +56,12 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    *     quarter of the budget, at least two largest bodies ({@link #bodyBytesPerClient()})
    * @param maxPageBytesInFlightPerClient the most of the page budget one client address holds at once, bytes; 0 = a
    *     quarter of the budget, at least two largest pages ({@link #pageBytesPerClient(int)})
+   * @param shutdownGraceMs how long a stop (SIGTERM) lets in-flight requests finish after the listener closed, ms;
+   *     connections still open after it are closed (issue 12 item 1)
    */
   public record Http(int instances, int maxBodyBytes, int maxSmallBodyBytes, long requestTimeoutMs, long idleTimeoutMs,
       long maxInFlightBodyBytes, boolean h2c, int maxConcurrentStreams, long maxPageBytesInFlight,
-      long maxInFlightBodyBytesPerClient, long maxPageBytesInFlightPerClient) {
+      long maxInFlightBodyBytesPerClient, long maxPageBytesInFlightPerClient, long shutdownGraceMs) {
 
     /** The body budget's per-client share in force, bytes (never more than the budget). */
     public long bodyBytesPerClient() {
@@ -128,9 +133,9 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    *     mounted as files; exclusive with {@code password}
    * @param poolSize connections in the PostgreSQL pool of one relay process (postgresql only)
    */
-  public record Store(int readPoolSize, int writerBatchMax, long writerTimeoutMs, long busyTimeoutMs,
+  public record Store(String backend, int readPoolSize, int writerBatchMax, long writerTimeoutMs, long busyTimeoutMs,
       int writerBatchMaxRows, long writerBatchMaxBytes, long writerCommitDelayMs, long watermarkIntervalMs,
-      long minFreeBytes, String backend, String url, String user, String password, String passwordFile,
+      long minFreeBytes, String url, String user, String password, String passwordFile,
       int poolSize) {
 
     /** {@code store.backend} value of the embedded SQLite store. */
@@ -179,7 +184,7 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
   }
 
   /**
-   * Protocol limits, wire.md §3 "Other constants" and §4.7.
+   * Protocol limits, docs/protocol.md §3 "Other constants" and §4.7.
    *
    * @param maxItemBytes decoded wire bytes of one item per target
    * @param maxBatch items per push request
@@ -241,7 +246,7 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
   }
 
   /**
-   * Timer verticles, wire.md §5.
+   * Timer verticles, docs/protocol.md §5.
    *
    * @param heartbeatMs heartbeat write interval
    * @param heartbeatStaleMs a stored heartbeat further than this from now rotates the epoch at start
@@ -256,13 +261,13 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
       long maxClockStepMs) {}
 
   /**
-   * Enrolment authority selection (seed 000 §8) and the account-token settings ({@code docs/account-tokens.md}).
+   * Enrolment authority selection (docs/protocol.md §7.8) and the account-token settings ({@code docs/account-tokens.md}).
    *
    * @param authority {@code host-key-challenge} (default, self-hosted relays) or {@code account-token} (hosted)
    * @param relayUrl this relay's public URL: the only token audience accepted (account-token only)
    * @param tokenIssuer the accounts issuer: the only {@code iss} accepted (account-token only)
    * @param jwksUrl where the issuer's JWKS is fetched (account-token only)
-   * @param jwksRefreshMs JWKS refresh interval (seed 000 §8: 10 min)
+   * @param jwksRefreshMs JWKS refresh interval (docs/protocol.md §7.8: 10 min)
    * @param jwksUnknownKidMinIntervalMs least time between refreshes triggered by an unknown {@code kid} (1 min)
    * @param jwksCacheLifetimeMs how long keys of the last successful fetch serve when the JWKS cannot be fetched (1 h)
    * @param tokenMaxLifetimeMs most {@code exp − iat} of an account token (15 min)
@@ -312,6 +317,8 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    * Logging.
    *
    * @param json one JSON object per line instead of the text pattern
+   * @param level the root log level: {@code TRACE}, {@code DEBUG}, {@code INFO}, {@code WARN}, {@code ERROR} or
+   *     {@code OFF} (any case; validated, issue 12 item 5); SIGHUP reloads it from the configuration file
    */
-  public record Log(boolean json) {}
+  public record Log(boolean json, String level) {}
 }

@@ -4,7 +4,7 @@ import io.mbxrelay.wire.B64;
 import java.util.Optional;
 
 /**
- * Ed25519 signature verification as the reference does it ({@code wire.md §1}): lenient base64 decoding of key
+ * Ed25519 signature verification as the reference does it ({@code docs/protocol.md §1}): lenient base64 decoding of key
  * and signature, and any problem means "invalid" — this never throws. Stateless and thread-safe (BouncyCastle's
  * stateless RFC 8032 functions).
  */

@@ -5,7 +5,7 @@ import java.security.SecureRandom;
 import java.util.Arrays;
 
 /**
- * An Ed25519 key pair (host or relay key) built from its 32-byte RFC 8032 seed ({@code wire.md §1} "Ed25519
+ * An Ed25519 key pair (host or relay key) built from its 32-byte RFC 8032 seed ({@code docs/protocol.md §1} "Ed25519
  * keys"). Signing is pure Ed25519 and deterministic.
  *
  * <p>Immutable and thread-safe: signing uses BouncyCastle's stateless

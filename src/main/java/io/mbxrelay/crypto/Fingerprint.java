@@ -7,7 +7,7 @@ import java.util.Optional;
 import java.util.regex.Pattern;
 
 /**
- * Key fingerprints ({@code wire.md §1} "Fingerprint"): SHA-256 of the raw 32 public-key bytes, lowercase hex,
+ * Key fingerprints ({@code docs/protocol.md §1} "Fingerprint"): SHA-256 of the raw 32 public-key bytes, lowercase hex,
  * first 16 digits in groups of 4 joined by {@code -}, e.g. {@code 3f9a-0c11-7d2e-b845}. Stateless, thread-safe.
  */
 public final class Fingerprint {

@@ -8,7 +8,7 @@ import java.util.OptionalDouble;
 import java.util.OptionalLong;
 
 /**
- * The signed relay hop ({@code wire.md §2}): what a caller signs and the relay verifies, plus the timestamp
+ * The signed relay hop ({@code docs/protocol.md §2}): what a caller signs and the relay verifies, plus the timestamp
  * rules. Not the host-to-host LAN hop. Stateless and thread-safe.
  */
 public final class HopText {

@@ -20,7 +20,7 @@ import java.util.HexFormat;
 import java.util.regex.Pattern;
 
 /**
- * Loading, parsing and first-start creation of the relay's signing key ({@code wire.md §5} "Keys").
+ * Loading, parsing and first-start creation of the relay's signing key ({@code docs/protocol.md §5} "Keys").
  *
  * <p>Accepted text: starting with <code>&#123;</code> (after trimming) → JSON {@code {"publicKey","privateKey"}} with
  * {@code privateKey} required and a given {@code publicKey} that must match; otherwise the trimmed text is the

@@ -13,7 +13,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The sender's check of one push result and its accept receipt (wire.md §4.5): the result counts as accepted only if
+ * The sender's check of one push result and its accept receipt (docs/protocol.md §4.5): the result counts as accepted only if
  * its status is {@code accepted} or {@code duplicate}, {@code accept.type} is {@code relay-accept},
  * {@code accept.relay_pubkey} is the pinned relay key, {@code accept.sender_pubkey} is the sender's own key,
  * {@code accept.item_id} is the pushed id, every pushed target has exactly one receipt entry whose {@code wire_hash}

@@ -1,8 +1,8 @@
 package io.mbxrelay.host;
 
 /**
- * Outcome of {@link RelayClient#ack(String, long)} (wire.md §3 ack v2): {@link Acked}; {@link EpochChanged} (409
- * {@code EPOCH}); {@link BadAck} (400 {@code BAD_ACK}: ack beyond head — the client rewinds, wire.md §6);
+ * Outcome of {@link RelayClient#ack(String, long)} (docs/protocol.md §3 ack v2): {@link Acked}; {@link EpochChanged} (409
+ * {@code EPOCH}); {@link BadAck} (400 {@code BAD_ACK}: ack beyond head — the client rewinds, docs/protocol.md §6);
  * {@link Refused}; {@link BadAnswer}.
  */
 public sealed interface AckResult permits AckResult.Acked, AckResult.BadAck, EpochChanged, Refused, BadAnswer {

@@ -10,7 +10,7 @@ import java.security.SecureRandom;
 import java.util.Optional;
 
 /**
- * <b>Demo only — not encryption.</b> Builds a v3 envelope that passes the relay's shape check (wire.md §4.9) and its
+ * <b>Demo only — not encryption.</b> Builds a v3 envelope that passes the relay's shape check (docs/protocol.md §4.9) and its
  * "sealed" rule ({@code enc} present), for trying a relay from the command line ({@code mbxrelay host push
  * --demo-text}). The {@code enc.body} is the plain UTF-8 text in base64, {@code epk} and {@code nonce} are zero bytes,
  * and the subject says so; anyone, including the relay, can read it. Real hosts seal the body for the recipient's

@@ -1,7 +1,7 @@
 package io.mbxrelay.host;
 
 /**
- * Outcome of {@link RelayClient#enrol(String)} (wire.md §4.1): {@link Enrolled}; {@link Refused} with the relay's
+ * Outcome of {@link RelayClient#enrol(String)} (docs/protocol.md §4.1): {@link Enrolled}; {@link Refused} with the relay's
  * status, text and code (e.g. 403 {@code DENIED}, 409 {@code NAME_TAKEN}, 401 {@code bad enrolment signature}, 429);
  * {@link RelayKeyChanged} when the pin check before enrolling failed; {@link BadAnswer}.
  */

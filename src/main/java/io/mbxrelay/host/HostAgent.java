@@ -25,15 +25,15 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The durable host side of one relay (issue 5; seed 000 §3 "Sender side", §4, §5, §8, §9; wire.md §6): a sender outbox
+ * The durable host side of one relay (issue 5; docs/protocol.md §6, §7.3 "Sender side", §7.4, §7.5, §7.8, §7.9): a sender outbox
  * whose rows leave only on a verified accept receipt and settle only on the target's delivery receipt (or its own
  * deadline), and a receiver checkpoint that advances only in the same SQLite transaction as each item's local effect.
  * The caller drives it with {@link #tick()} (the CLI's {@code run} does so in a loop).
  *
  * <p><b>Retries.</b> No call sleeps. A failed push leaves its rows pending with {@code next_at} = now + capped
  * exponential backoff with jitter (1 s doubling, cap 15 min, factor 0.5–1.0); a failed session (I/O, 429, 502, 503,
- * 504) sets the relay's {@code next_at} (250 ms doubling, cap 30 s, jitter; seed 003). Pushes <i>are</i> retried —
- * unlike the seed 003 client — because the relay's dedup makes a retry with the same bytes a {@code duplicate} with the
+ * 504) sets the relay's {@code next_at} (250 ms doubling, cap 30 s, jitter). Pushes <i>are</i> retried —
+ * unlike a transport client that never retries a send — because the relay's dedup makes a retry with the same bytes a {@code duplicate} with the
  * original seq. Permanent failures (401 right after a fresh enrolment, other 4xx) back off longer (enrolment 1 min
  * doubling to 1 h) and are reported in {@link TickReport#notes()} and {@link #doctor()}.
  *
@@ -139,7 +139,7 @@ public final class HostAgent implements AutoCloseable {
     return url;
   }
 
-  // ---------------------------------------------------------------- pinning (seed 000 §1)
+  // ---------------------------------------------------------------- pinning (docs/protocol.md §7.1)
 
   /** Outcome of {@link #pin}. */
   public sealed interface PinOutcome permits PinOutcome.Pinned, PinOutcome.Unchanged, PinOutcome.Mismatch,
@@ -174,7 +174,7 @@ public final class HostAgent implements AutoCloseable {
   }
 
   /**
-   * Pins a relay key (seed 000 §1 {@code relay set <url> [--key <fp>]}) given the key the relay presents in its info.
+   * Pins a relay key (docs/protocol.md §7.1 {@code relay set <url> [--key <fp>]}) given the key the relay presents in its info.
    *
    * @param store the host store
    * @param relayUrl relay URL
@@ -262,7 +262,7 @@ public final class HostAgent implements AutoCloseable {
   }
 
   /**
-   * Queues an envelope durably for one target (seed 000 §3: the wire bytes are persisted before the first attempt
+   * Queues an envelope durably for one target (docs/protocol.md §7.3: the wire bytes are persisted before the first attempt
    * and reused on every retry). Returns after the commit; pushing happens on {@link #tick()}.
    *
    * @param msgId the envelope id (= item id)
@@ -295,7 +295,7 @@ public final class HostAgent implements AutoCloseable {
 
   /**
    * Settles the envelope rows of a message for one target because the application learnt of the delivery by
-   * another path (e.g. a LAN receipt) — seed 000 §9 "or over the LAN".
+   * another path (e.g. a LAN receipt) — docs/protocol.md §7.9 "or over the LAN".
    *
    * @param msgId the message id
    * @param targetPubkey the target host key
@@ -411,7 +411,7 @@ public final class HostAgent implements AutoCloseable {
 
   /**
    * One tick: deadlines, then the session (signed info, pin check, epoch check, enrolment, allowlist), the push of due
-   * outbox rows, and up to 20 pulled pages with their acks (wire.md §6). Never sleeps.
+   * outbox rows, and up to 20 pulled pages with their acks (docs/protocol.md §6). Never sleeps.
    *
    * @return what happened
    * @throws SQLException on storage errors (the tick stops; state stays consistent)
@@ -421,7 +421,7 @@ public final class HostAgent implements AutoCloseable {
     return tick(0);
   }
 
-  /** Longest pull wait a host asks for, s: inside the transport's 35 s idle timeout (seed 003 deadlines). */
+  /** Longest pull wait a host asks for, s: inside the transport's 35 s idle timeout (docs/host-library.md). */
   public static final int MAX_PULL_WAIT_SECONDS = 25;
 
   /** Whether the outbox has an item due for this relay now (pending or to re-push, its time come). */
@@ -507,7 +507,7 @@ public final class HostAgent implements AutoCloseable {
     return options.clock().millis();
   }
 
-  /** The sender's own deadline (seed 000 §3): no relay notice needed. */
+  /** The sender's own deadline (docs/protocol.md §7.3): no relay notice needed. */
   /**
    * Rows queued for another relay URL (after {@code host relay set} moved this host to a new URL) would otherwise
    * never be pushed nor reach their deadline: they move to the current relay, relay-accepted ones as {@code repush}
@@ -576,7 +576,7 @@ public final class HostAgent implements AutoCloseable {
     return transport;
   }
 
-  // ---- session (wire.md §6 per tick) ----
+  // ---- session (docs/protocol.md §6 per tick) ----
 
   private String openSession(Tick t) throws Exception {
     Optional<HostStore.RelayState> st = store.one("SELECT * FROM relays WHERE url=?", HostStore.RELAY, url);
@@ -626,7 +626,7 @@ public final class HostAgent implements AutoCloseable {
 
   /**
    * This host's X25519 encryption key, base64 (32 bytes), generated with BouncyCastle and kept in the host store on
-   * first use. Peers seal envelopes for it; the relay advertises it (wire.md §4.2).
+   * first use. Peers seal envelopes for it; the relay advertises it (docs/protocol.md §4.2).
    *
    * @return the base64 public key
    * @throws SQLException when the store fails
@@ -645,7 +645,7 @@ public final class HostAgent implements AutoCloseable {
   }
 
   /**
-   * wire.md §6 step 5: publish the enc-key ad (v2, then v1) when none was published for this relay, it is more than
+   * docs/protocol.md §6 step 5: publish the enc-key ad (v2, then v1) when none was published for this relay, it is more than
    * 24 h old, the key or the epoch changed, or {@code you.enc_ad} no longer shows it. A v2 404 means an old relay (v1
    * must then succeed); once v2 succeeded, v1 failures are tolerated. A failure is retried on the next tick.
    */
@@ -797,7 +797,7 @@ public final class HostAgent implements AutoCloseable {
     }
   }
 
-  /** Epoch change or rewind (wire.md §6): re-push accepted rows, position 0 in the new epoch, acked marker gone. */
+  /** Epoch change or rewind (docs/protocol.md §6): re-push accepted rows, position 0 in the new epoch, acked marker gone. */
   private void epochChange(Tick t, String newEpoch, String why) throws Exception {
     if (++t.epochChanges > 3) {
       throw new Stop("refused", "relay keeps changing its epoch; stopping this tick");
@@ -1077,7 +1077,7 @@ public final class HostAgent implements AutoCloseable {
     return null;
   }
 
-  /** Queues a signed delivery receipt (wire.md §4.8) for the sender; its bytes are kept for every retry. */
+  /** Queues a signed delivery receipt (docs/protocol.md §4.8) for the sender; its bytes are kept for every retry. */
   private void queueReceipt(String msgId, String senderPubkey, String recipient) throws SQLException {
     long n = Long.parseLong(store.meta("receipt_seq").orElse("0")) + 1;
     store.putMeta("receipt_seq", Long.toString(n));

@@ -3,7 +3,7 @@ package io.mbxrelay.host;
 import java.sql.Connection;
 
 /**
- * The application a {@link HostAgent} delivers envelopes to (seed 000 §4 "An envelope goes to node.receive()").
+ * The application a {@link HostAgent} delivers envelopes to (docs/protocol.md §6 "Receiver", §7.4).
  *
  * <p><b>Transaction contract.</b> {@link #receive} runs inside the host store's SQLite transaction for that item, on
  * the agent's tick thread. Whatever the application writes through {@link Delivery#connection()} commits atomically
@@ -41,7 +41,7 @@ public interface HostApplication {
     /**
      * Taken in.
      *
-     * @param recipient the {@code name@host} the delivery receipt names ({@code wire.md §4.8}), or null for
+     * @param recipient the {@code name@host} the delivery receipt names ({@code docs/protocol.md §4.8}), or null for
      *     {@code owner@<this host>}
      */
     record Accepted(String recipient) implements Verdict {}

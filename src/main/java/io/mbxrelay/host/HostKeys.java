@@ -17,7 +17,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Set;
 
 /**
- * The host's Ed25519 key file: load it, or generate a key and create the file (wire.md §1 "Ed25519 keys").
+ * The host's Ed25519 key file: load it, or generate a key and create the file (docs/protocol.md §1 "Ed25519 keys").
  *
  * <p>File format: the relay key file's, {@code {"publicKey":"<base64>","privateKey":"<base64 32-byte seed>"}} and a
  * newline ({@link RelayKeys#toFileJson}); a bare base64 seed or Node PKCS#8 key is read too ({@link RelayKeys#parse}).

@@ -13,7 +13,7 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * The host's own durable state (issue 5 item 1; seed 000 §3 "Sender side", §4; wire.md §6): one SQLite file per host
+ * The host's own durable state (issue 5 item 1; docs/protocol.md §6, §7.3 "Sender side", §7.4): one SQLite file per host
  * ({@code journal_mode=WAL}, {@code synchronous=FULL}, one JDBC connection). Tables:
  * <ul>
  *   <li>{@code meta} — host key reference (public key only; the private key stays in its key file), host name,
@@ -291,7 +291,7 @@ public final class HostStore implements AutoCloseable {
       Long deadlineAt) {}
 
   /**
-   * One quarantined item (seed 000 §4, wire.md §6).
+   * One quarantined item (docs/protocol.md §7.4, §6).
    *
    * @param relay relay URL
    * @param epoch relay epoch
@@ -333,7 +333,7 @@ public final class HostStore implements AutoCloseable {
       String lastError, Long lastOkAt) {}
 
   /**
-   * The receive position for one relay (seed 000 §4).
+   * The receive position for one relay (docs/protocol.md §7.4).
    *
    * @param relay relay URL
    * @param epoch the epoch the seqs belong to

@@ -4,10 +4,10 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.List;
 
 /**
- * What happened to one pushed item (wire.md §3 push result, §4.5 accept receipt): {@link Accepted} only with an accept
+ * What happened to one pushed item (docs/protocol.md §3 push result, §4.5 accept receipt): {@link Accepted} only with an accept
  * receipt that passed every check of {@link AcceptCheck}; {@link Rejected} for {@code rejected:<why>}; {@link
  * Unverified} for a success status without a valid receipt — the sender must treat the item as not accepted and keep
- * it for a retry (wire.md §6 "otherwise the row stays").
+ * it for a retry (docs/protocol.md §6 "Sender").
  */
 public sealed interface ItemOutcome permits ItemOutcome.Accepted, ItemOutcome.Rejected, ItemOutcome.Unverified {
 
@@ -22,7 +22,7 @@ public sealed interface ItemOutcome permits ItemOutcome.Accepted, ItemOutcome.Re
    * One target's seq from the verified receipt.
    *
    * @param hostPubkey target host key (base64)
-   * @param seq the target's seq (a safe integer; production seqs are ms timestamps, wire.md §5)
+   * @param seq the target's seq (a safe integer; production seqs are ms timestamps, docs/protocol.md §5)
    */
   record TargetSeq(String hostPubkey, long seq) {}
 
@@ -32,7 +32,7 @@ public sealed interface ItemOutcome permits ItemOutcome.Accepted, ItemOutcome.Re
    * @param itemId the item id
    * @param targets the seq per target, in receipt order
    * @param epoch relay epoch the seqs belong to
-   * @param at receipt time (ISO, wire.md §1); for a duplicate the original accept time
+   * @param at receipt time (ISO, docs/protocol.md §1); for a duplicate the original accept time
    * @param accept the accept record exactly as received (keep it with {@code sig} as proof)
    * @param sig the relay's base64 signature over canonical({@code accept})
    * @param duplicate true for status {@code duplicate} (the relay already held these bytes under this id)

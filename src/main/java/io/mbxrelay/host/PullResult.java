@@ -3,7 +3,7 @@ package io.mbxrelay.host;
 import java.util.List;
 
 /**
- * Outcome of {@link RelayClient#pull(long, int, String)} (wire.md §3 pull v2): {@link Page}; {@link EpochChanged}
+ * Outcome of {@link RelayClient#pull(long, int, String)} (docs/protocol.md §3 pull v2): {@link Page}; {@link EpochChanged}
  * (409, or a page in another epoch than the one asked for); {@link Refused}; {@link BadAnswer}.
  */
 public sealed interface PullResult permits PullResult.Page, EpochChanged, Refused, BadAnswer {

@@ -4,7 +4,7 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * One item to push (wire.md §3 PushItem {@code {kind, item_id, targets:[{host_pubkey, wire_b64}]}}). For an envelope
+ * One item to push (docs/protocol.md §3 PushItem {@code {kind, item_id, targets:[{host_pubkey, wire_b64}]}}). For an envelope
  * the item id must be the envelope id; each target gets its own wire bytes (sealed for that target). Immutable
  * (the wire arrays are copied in and not exposed for modification by this class).
  *

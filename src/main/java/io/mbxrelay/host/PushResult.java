@@ -3,7 +3,7 @@ package io.mbxrelay.host;
 import java.util.List;
 
 /**
- * Outcome of one {@link RelayClient#push(List)} request (wire.md §3 push v2): {@link Pushed} with one
+ * Outcome of one {@link RelayClient#push(List)} request (docs/protocol.md §3 push v2): {@link Pushed} with one
  * {@link ItemOutcome} per item in request order; {@link Refused} for the whole request (400 {@code BAD_BATCH}, 401
  * {@code bad relay hop}, 413, 500 …; nothing was stored); {@link RelayKeyChanged} when the relay key had to be learned
  * first and did not match the pin (nothing was sent); {@link BadAnswer} (a 200 without one result per item — the

@@ -1,7 +1,7 @@
 package io.mbxrelay.host;
 
 /**
- * The relay answered a request with an error status (wire.md §3 error bodies {@code {"error"[,"code"]}}), e.g. 401
+ * The relay answered a request with an error status (docs/protocol.md §3 error bodies {@code {"error"[,"code"]}}), e.g. 401
  * {@code bad relay hop}, 403 {@code DENIED}, 400 {@code BAD_BATCH}, 429. Immutable.
  *
  * @param status the HTTP status (not 200)

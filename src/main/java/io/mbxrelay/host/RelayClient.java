@@ -26,7 +26,7 @@ import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
- * A host's session with one relay over the v2 API (wire.md §2 signed hop, §3 endpoints, §4.1 enrolment, §4.5 accept
+ * A host's session with one relay over the v2 API (docs/protocol.md §2 signed hop, §3 endpoints, §4.1 enrolment, §4.5 accept
  * receipt, §6 client behaviour): info with relay key pinning, challenge enrolment, push with receipt verification,
  * pull and ack. This is the minimal client: it keeps no outbox, inbox or position (the caller persists what it needs).
  *
@@ -86,7 +86,7 @@ public final class RelayClient implements AutoCloseable {
    *
    * @param vertx the Vert.x instance (not closed by this client)
    * @param baseUrl relay base URL, {@code http(s)://host[:port][/prefix]}; a trailing {@code /} is ignored
-   * @param hostName this host's name (HOST_RE, wire.md §3) sent as {@code x-mbx-host} and used to enrol; may be null
+   * @param hostName this host's name (HOST_RE, docs/protocol.md §3) sent as {@code x-mbx-host} and used to enrol; may be null
    *     for a client that never enrols (the v2 hop identifies the caller by key)
    * @param key this host's key pair
    * @param pin how the relay key is trusted
@@ -122,7 +122,7 @@ public final class RelayClient implements AutoCloseable {
     if (pin instanceof RelayPin.Key k) {
       relayKey.set(B64.encode(B64.decodeLenient(k.relayPubkey()).orElseThrow()));
     }
-    // The relay closes idle connections after 5 s (wire.md §3); drop ours before that to avoid reusing a closed one.
+    // The relay closes idle connections after 5 s (docs/protocol.md §3); drop ours before that to avoid reusing a closed one.
     this.web = WebClient.create(vertx, new WebClientOptions().setKeepAliveTimeout(4).setUserAgent("mbxrelay-host")
         .setConnectTimeout((int) Math.min(Integer.MAX_VALUE, options.requestTimeoutMs())));
   }
@@ -146,7 +146,7 @@ public final class RelayClient implements AutoCloseable {
   }
 
   /**
-   * Signed {@code GET /v2/relay/info} (wire.md §4.7) and the pin check (wire.md §6 session open (1)).
+   * Signed {@code GET /v2/relay/info} (docs/protocol.md §4.7) and the pin check (docs/protocol.md §6 session open (1)).
    *
    * @return {@link InfoResult.Ok} for a v2 info ({@code v == 2}, string {@code relay_pubkey} that is a 32-byte key,
    *     string {@code epoch}, object {@code limits}) whose key matches the pin — a fingerprint/TOFU pin is resolved
@@ -201,7 +201,7 @@ public final class RelayClient implements AutoCloseable {
   }
 
   /**
-   * Enrols this host (wire.md §4.1): first {@link #info()} (the relay key must match the pin), then unsigned
+   * Enrols this host (docs/protocol.md §4.1): first {@link #info()} (the relay key must match the pin), then unsigned
    * {@code POST /v1/relay/challenge {host, pubkey}} and {@code POST /v1/relay/enrol {host, pubkey, owner_fp, sig}}
    * with {@code sig} over canonical {@code {v:1, challenge, host, pubkey, owner_fp}}. Re-enrolling an enrolled key
    * is allowed (it overwrites name and owner_fp).
@@ -252,8 +252,8 @@ public final class RelayClient implements AutoCloseable {
   }
 
   /**
-   * Pushes items in one request ({@code POST /v2/relay/items}, wire.md §3) and verifies each accept receipt
-   * ({@link AcceptCheck}, wire.md §4.5) against the pinned relay key. If the relay key is not known yet, calls
+   * Pushes items in one request ({@code POST /v2/relay/items}, docs/protocol.md §3) and verifies each accept receipt
+   * ({@link AcceptCheck}, docs/protocol.md §4.5) against the pinned relay key. If the relay key is not known yet, calls
    * {@link #info()} first.
    *
    * @param items 0–{@code max_batch} (200) items
@@ -302,7 +302,7 @@ public final class RelayClient implements AutoCloseable {
   }
 
   /**
-   * Pulls one page ({@code GET /v2/relay/items?after=&limit=&epoch=}, wire.md §3 pull v2).
+   * Pulls one page ({@code GET /v2/relay/items?after=&limit=&epoch=}, docs/protocol.md §3 pull v2).
    *
    * @param after return items with seq above this (≥ 0)
    * @param limit items per page, 1–500; ≤ 0 omits the parameter (the relay then uses 500)
@@ -375,7 +375,7 @@ public final class RelayClient implements AutoCloseable {
   }
 
   /**
-   * Acks this host's items through a seq ({@code POST /v2/relay/ack {epoch, through}}, wire.md §3 ack v2): the relay
+   * Acks this host's items through a seq ({@code POST /v2/relay/ack {epoch, through}}, docs/protocol.md §3 ack v2): the relay
    * deletes them.
    *
    * @param epoch the epoch the seqs belong to
@@ -408,7 +408,7 @@ public final class RelayClient implements AutoCloseable {
   }
 
   /**
-   * Publishes this host's sender allowlist ({@code POST /v2/relay/senders {list, sig}}, wire.md §4.3, seed 000 §2):
+   * Publishes this host's sender allowlist ({@code POST /v2/relay/senders {list, sig}}, docs/protocol.md §4.3, §7.2):
    * {@code list = {v:1, type:"relay-senders", host_pubkey, senders, iat}} signed by this host's key over
    * canonical(list). The relay then refuses pushes to this host from keys not on the list.
    *
@@ -436,7 +436,7 @@ public final class RelayClient implements AutoCloseable {
   }
 
   /**
-   * Publishes this host's X25519 encryption key as a v2 ad (wire.md §4.2): {@code ad = {v:2, type:"enc-ad", host,
+   * Publishes this host's X25519 encryption key as a v2 ad (docs/protocol.md §4.2): {@code ad = {v:2, type:"enc-ad", host,
    * host_pubkey, enc_pub, iat, exp}} with {@code exp = iat + 30 d}, signed by the host key over canonical(ad),
    * posted as {@code {ad, sig}} to {@code /v2/relay/enc-key}.
    *
@@ -458,7 +458,7 @@ public final class RelayClient implements AutoCloseable {
   }
 
   /**
-   * Publishes the v1 ad (wire.md §4.2): {@code {enc_pub, sig}} with {@code sig} over canonical
+   * Publishes the v1 ad (docs/protocol.md §4.2): {@code {enc_pub, sig}} with {@code sig} over canonical
    * {@code {v:1, host:<enrolled name>, enc_pub}}, for hosts that still read v1 ads.
    *
    * @param hostName this host's name as the relay stored it

@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.util.Optional;
 
 /**
- * The relay's {@code GET /v2/relay/info} answer (wire.md §4.7). Immutable.
+ * The relay's {@code GET /v2/relay/info} answer (docs/protocol.md §4.7). Immutable.
  *
  * @param v protocol version, always 2 here
  * @param relayPubkey the relay's base64 signing key
@@ -25,7 +25,7 @@ public record RelayInfo(int v, String relayPubkey, String epoch, String version,
   }
 
   /**
-   * The {@code limits} object (wire.md §4.7; defaults in that order 524288, 200, 500, 8388608, 64, 14, 10000,
+   * The {@code limits} object (docs/protocol.md §4.7; defaults in that order 524288, 200, 500, 8388608, 64, 14, 10000,
    * 52428800, 2000, 20971520, 10000, 52428800). A member missing or not a number reads as -1.
    *
    * @param maxItemBytes bytes per wire

@@ -1,7 +1,7 @@
 package io.mbxrelay.host;
 
 /**
- * The relay presented a signing key other than the pinned one (wire.md §6 "mismatch → no session"). The client stops
+ * The relay presented a signing key other than the pinned one (docs/protocol.md §6 "Session open", step 1). The client stops
  * there: nothing is pushed or enrolled. Immutable.
  *
  * @param pinnedFingerprint fingerprint of the pinned key (or the pinned fingerprint)

@@ -3,8 +3,8 @@ package io.mbxrelay.host;
 import io.mbxrelay.wire.B64;
 
 /**
- * How a {@link RelayClient} trusts the relay's signing key (wire.md §6 "Session open (1) key pin"). The pinned key
- * verifies every accept receipt (wire.md §4.5); a relay presenting another key is refused
+ * How a {@link RelayClient} trusts the relay's signing key (docs/protocol.md §6 "Session open", step 1). The pinned key
+ * verifies every accept receipt (docs/protocol.md §4.5); a relay presenting another key is refused
  * ({@link RelayKeyChanged}), never silently used.
  *
  * <ul>

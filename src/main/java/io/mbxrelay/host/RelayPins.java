@@ -17,7 +17,7 @@ import java.util.Optional;
 import java.util.TreeMap;
 
 /**
- * The host's relay key pins (wire.md §6 "key pin {@code relay-key:<url>}"): a small JSON file, by default
+ * The host's relay key pins (docs/protocol.md §6 "Session open", step 1): a small JSON file, by default
  * {@code relays.json} next to the host key, mapping a relay base URL to the relay's base64 public key, e.g.
  * {@code {"https://relay.example":"<44-char base64>"}}. Entries whose value is not a 32-byte base64 key are ignored.
  *

@@ -5,7 +5,7 @@ import java.util.Collection;
 import java.util.List;
 
 /**
- * The blocking relay calls a {@link HostAgent} makes (wire.md §3, §4.3, §6), one instance per (relay URL, pinned relay
+ * The blocking relay calls a {@link HostAgent} makes (docs/protocol.md §3, §4.3, §6), one instance per (relay URL, pinned relay
  * key). Every method blocks until the outcome is known and returns the same sealed outcomes as {@link RelayClient};
  * {@link RelayUnreachable} means the outcome is unknown (connection error, idle timeout or overall deadline). The
  * default implementation is {@link VertxRelayTransport}; tests wrap it to lose responses. Called by one thread at a
@@ -27,13 +27,13 @@ public interface RelayTransport extends AutoCloseable {
     RelayTransport open(String relayUrl, String hostName, String relayPubkey);
   }
 
-  /** @return signed info (wire.md §4.7) @throws RelayUnreachable on I/O */
+  /** @return signed info (docs/protocol.md §4.7) @throws RelayUnreachable on I/O */
   InfoResult info() throws RelayUnreachable;
 
-  /** @param ownerFp owner fingerprint or "" @return enrolment outcome (wire.md §4.1) @throws RelayUnreachable on I/O */
+  /** @param ownerFp owner fingerprint or "" @return enrolment outcome (docs/protocol.md §4.1) @throws RelayUnreachable on I/O */
   EnrolResult enrol(String ownerFp) throws RelayUnreachable;
 
-  /** @param items items to push @return push outcome (wire.md §3) @throws RelayUnreachable on I/O (unknown outcome) */
+  /** @param items items to push @return push outcome (docs/protocol.md §3) @throws RelayUnreachable on I/O (unknown outcome) */
   PushResult push(List<PushItem> items) throws RelayUnreachable;
 
   /**
@@ -74,19 +74,19 @@ public interface RelayTransport extends AutoCloseable {
 
   /**
    * @param senders accepted sender keys @param iatMs list time, ms
-   * @return publish outcome (wire.md §4.3) @throws RelayUnreachable on I/O
+   * @return publish outcome (docs/protocol.md §4.3) @throws RelayUnreachable on I/O
    */
   SendersResult publishSenders(Collection<String> senders, long iatMs) throws RelayUnreachable;
 
   /**
    * @param hostName the enrolled name @param encPub base64 X25519 key @param iatMs issue time, ms
-   * @return v2 ad outcome (wire.md §4.2) @throws RelayUnreachable on I/O
+   * @return v2 ad outcome (docs/protocol.md §4.2) @throws RelayUnreachable on I/O
    */
   EncAdResult publishEncAd(String hostName, String encPub, long iatMs) throws RelayUnreachable;
 
   /**
    * @param hostName the enrolled name @param encPub base64 X25519 key
-   * @return v1 ad outcome (wire.md §4.2) @throws RelayUnreachable on I/O
+   * @return v1 ad outcome (docs/protocol.md §4.2) @throws RelayUnreachable on I/O
    */
   EncAdResult publishEncAdV1(String hostName, String encPub) throws RelayUnreachable;
 

@@ -3,7 +3,7 @@ package io.mbxrelay.host;
 import java.util.List;
 
 /**
- * What one {@link HostAgent#tick()} did (wire.md §6). Immutable.
+ * What one {@link HostAgent#tick()} did (docs/protocol.md §6). Immutable.
  *
  * @param session how the session went: {@code ok}; {@code no-pin} (no relay key pinned — run {@code relay set});
  *     {@code relay-key-changed} (relay unused until the owner confirms); {@code backoff} (an earlier failure's

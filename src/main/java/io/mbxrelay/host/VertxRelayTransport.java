@@ -13,8 +13,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * {@link RelayTransport} over {@link RelayClient} (Vert.x {@code WebClient}) with the deadlines of seed 003 "Request
- * deadlines and retries": an idle timeout per request (no bytes for {@code idleTimeoutMs} fails it) and an overall
+ * {@link RelayTransport} over {@link RelayClient} (Vert.x {@code WebClient}) with request deadlines (docs/host-library.md
+ * "Pieces"): an idle timeout per request (no bytes for {@code idleTimeoutMs} fails it) and an overall
  * deadline per call ({@code deadlineMs}, including the response body; a call that makes several requests, like enrol,
  * gets one deadline per request). A call past its deadline throws {@link RelayUnreachable} and its late answer is
  * ignored. Retrying is the caller's decision ({@link HostAgent} retries on its next tick after {@code next_at}). One
@@ -22,9 +22,9 @@ import java.util.concurrent.TimeoutException;
  */
 public final class VertxRelayTransport implements RelayTransport {
 
-  /** Default overall deadline per request, ms (seed 003: 45 s). */
+  /** Default overall deadline per request, ms (45 s). */
   public static final long DEFAULT_DEADLINE_MS = 45_000;
-  /** Default idle timeout per request, ms (seed 003: 35 s). */
+  /** Default idle timeout per request, ms (35 s). */
   public static final long DEFAULT_IDLE_TIMEOUT_MS = 35_000;
 
   private final RelayClient client;

@@ -9,7 +9,7 @@ import java.util.Map;
 
 /**
  * Numbers a JSON body can carry that a JS number cannot: {@code 1e999} or a 400-digit integer parse (as in JS) to
- * ±Infinity, which canonical JSON refuses (wire.md §1: "NaN/Infinity → error") and {@code JSON.stringify} writes as
+ * ±Infinity, which canonical JSON refuses (docs/protocol.md §1: "NaN/Infinity → error") and {@code JSON.stringify} writes as
  * {@code null}. The routes that sign or store a client's JSON ask here first, so such a body gets the route's own 400
  * instead of an exception (a 500, or no answer at all when it was thrown in a callback; found by
  * {@code RequestFuzzTest}). Not used on the v2 push path: its records are checked field by field.

@@ -6,7 +6,7 @@ import io.vertx.core.Future;
 import java.util.List;
 
 /**
- * v1 name resolution (wire.md §4.6, seed 000 §2): live enrolments with that name, case-insensitively; more than
+ * v1 name resolution (docs/protocol.md §4.6, §7.2): live enrolments with that name, case-insensitively; more than
  * {@code maxPerName} → ambiguous; exactly one → it; else, when the viewer has a proven account and exactly one of
  * them shares it → it; else none (ambiguous when more than one). Safe on any event loop.
  */

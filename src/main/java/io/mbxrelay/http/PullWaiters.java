@@ -25,6 +25,12 @@ public final class PullWaiters {
   public interface Waiter {
     /** Called on the waiter's event loop when an item for its target was committed. */
     void woken();
+
+    /**
+     * Called on the waiter's event loop when the relay stops ({@link #release()}): read the page once more and
+     * answer it now, whatever it holds (normally the empty page), instead of waiting on.
+     */
+    void released();
   }
 
   private record Entry(Waiter waiter, Context context) {}
@@ -32,6 +38,7 @@ public final class PullWaiters {
   private final Map<String, Set<Entry>> byTarget = new ConcurrentHashMap<>();
   private final AtomicInteger waiting = new AtomicInteger();
   private final int maxWaiting;
+  private volatile boolean released;
 
   /** @param maxWaiting most pulls waiting at once over all targets */
   public PullWaiters(int maxWaiting) {
@@ -47,6 +54,9 @@ public final class PullWaiters {
    * @return a handle to cancel the wait, or null when a bound is reached (answer at once)
    */
   public Runnable register(String target, Context context, Waiter waiter) {
+    if (released) {
+      return null; // the relay is stopping: answer at once
+    }
     if (waiting.incrementAndGet() > maxWaiting) {
       waiting.decrementAndGet();
       return null;
@@ -91,6 +101,25 @@ public final class PullWaiters {
         }
       }
     }
+  }
+
+  /**
+   * The relay is stopping (issue 12 item 1): every waiting pull answers its page now, on its own event loop, and a
+   * pull that asks to wait from now on is answered at once. Safe on any thread; the waits are not held until the end
+   * of the stop's grace period.
+   *
+   * @return the pulls that were waiting
+   */
+  public int release() {
+    released = true;
+    int n = 0;
+    for (Set<Entry> set : byTarget.values()) {
+      for (Entry e : set) {
+        n++;
+        e.context().runOnContext(v -> e.waiter().released());
+      }
+    }
+    return n;
   }
 
   /** Pulls waiting now (a gauge). */

@@ -8,7 +8,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Form decoding of a raw query string the way the reference's WHATWG {@code URLSearchParams} does it (wire.md §2:
+ * Form decoding of a raw query string the way the reference's WHATWG {@code URLSearchParams} does it (docs/protocol.md §2:
  * "parse parameters with form decoding"): {@code +} is a space, valid {@code %XX} escapes are decoded as UTF-8 bytes,
  * and a malformed escape is kept literally instead of failing. Own code because Vert.x's decoder throws on a malformed
  * escape, which must not turn a client's typo into a 500.

@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.wire.Json;
 
 /**
- * One catalog of HTTP errors (STYLE "Results and errors"): status, exact wire text (wire.md §3, §4) and the optional
+ * One catalog of HTTP errors (docs/architecture.md "Results and errors"): status, exact wire text (docs/protocol.md §3, §4) and the optional
  * {@code code} and extra members. The router's failure handler turns a thrown {@code RelayError} into its answer;
  * anything else becomes 500 with a generic text.
  *
@@ -13,14 +13,17 @@ import io.mbxrelay.wire.Json;
 public final class RelayError extends RuntimeException {
   private static final long serialVersionUID = 1L;
 
-  /** 401 on a protected route whose hop does not verify (wire.md §2). */
+  /** 401 on a protected route whose hop does not verify (docs/protocol.md §2). */
   public static final RelayError BAD_HOP = new RelayError(401, "bad relay hop", null);
-  /** 404 for a path no route matches, after a valid hop (wire.md §3). */
+  /** 404 for a path no route matches, after a valid hop (docs/protocol.md §3). */
   public static final RelayError NOT_FOUND = new RelayError(404, "not found", null);
-  /** 413 for a body over the route's streaming cap (wire.md §3). */
+  /** 413 for a body over the route's streaming cap (docs/protocol.md §3). */
   public static final RelayError TOO_LARGE = new RelayError(413, "request body too large", null);
-  /** 429 for an enrolment call over the per-address window (wire.md §3). */
-  public static final RelayError RATE = new RelayError(429, "too many requests; retry later", null);
+  /**
+   * 429 for an enrolment call (challenge, enrol, rotate) over the per-address window: the reference's text, byte for
+   * byte (issue 12 item 12).
+   */
+  public static final RelayError RATE = new RelayError(429, "too many enrolment calls; retry in a minute", null);
   /** 503 when the writer's outcome is unknown or the store is unavailable: retry (dedup makes it safe). */
   public static final RelayError STORE_UNAVAILABLE = new RelayError(503, "store unavailable; retry later", null);
   /** 500 for a bug; no detail leaks. */

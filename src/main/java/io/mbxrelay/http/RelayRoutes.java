@@ -54,10 +54,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The relay's HTTP API (wire.md §3): routing order, body caps, hop authentication and the v2 endpoints of the relay
+ * The relay's HTTP API (docs/protocol.md §3): routing order, body caps, hop authentication and the v2 endpoints of the relay
  * core. Safe on any event loop; one instance per HTTP verticle.
  *
- * <p>Routing order (wire.md §3): body cap → info → the unsigned enrolment calls (per-address rate) → hop auth (401)
+ * <p>Routing order (docs/protocol.md §3): body cap → info → the unsigned enrolment calls (per-address rate) → hop auth (401)
  * → route match → 404. So an unknown path without a valid hop gets 401, not 404.
  */
 public final class RelayRoutes {
@@ -69,9 +69,9 @@ public final class RelayRoutes {
   static final String CALLER = "mbx.caller";
   private static final String HOP_TEXT = "mbx.hopText";
   private static final String HOP_TS = "mbx.hopTs";
-  /** wire.md §3 "Other constants" HOST_RE. */
+  /** docs/protocol.md §3 "Other constants" HOST_RE. */
   public static final Pattern HOST_RE = Pattern.compile("^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$");
-  /** wire.md §3 "Other constants" OWNER_FP_RE. */
+  /** docs/protocol.md §3 "Other constants" OWNER_FP_RE. */
   public static final Pattern OWNER_FP_RE = Pattern.compile("^[A-Za-z0-9._-]{0,64}$");
   private static final String EPOCH_CHANGED = "relay epoch changed: pull again from 0";
 
@@ -162,7 +162,7 @@ public final class RelayRoutes {
   }
 
   /**
-   * Whether a request is answered without a signed hop (wire.md §3 routing order: info, the three enrolment calls,
+   * Whether a request is answered without a signed hop (docs/protocol.md §3 routing order: info, the three enrolment calls,
    * and the admin deny list with a valid bearer token); every other request needs one, so what its headers decide is
    * checked before its body is read.
    */
@@ -197,7 +197,7 @@ public final class RelayRoutes {
   }
 
   /**
-   * Admits a request and reads its body (wire.md §3 body cap; issue 11 item 2). In order, before any body byte is
+   * Admits a request and reads its body (docs/protocol.md §3 body cap; issue 11 item 2). In order, before any body byte is
    * read:
    * <ol>
    *   <li>a declared {@code content-length} over the route's cap → 413 (then drained ≤ 2 s and closed);
@@ -216,7 +216,7 @@ public final class RelayRoutes {
     HttpServerRequest req = ctx.request();
     ctx.response().putHeader("date", httpDate());
     String path = req.path();
-    // The enrolment calls have the small cap (wire.md §3), and so has every GET (info, pulls, ad lookups), whose
+    // The enrolment calls have the small cap (docs/protocol.md §3), and so has every GET (info, pulls, ad lookups), whose
     // honest callers send no body at all: no anonymous request holds more than 8 KiB. GET bodies are not counted
     // against the budget either (a pull may outlive its connection's close notifications, see below).
     boolean get = req.method() == HttpMethod.GET;
@@ -501,11 +501,11 @@ public final class RelayRoutes {
     return bytes == null ? NO_BYTES : bytes;
   }
 
-  /** Parses the body as a JSON object; anything else is 400 (wire.md §3 "Any uncaught error ... → 400"). */
+  /** Parses the body as a JSON object; anything else is 400 (docs/protocol.md §3 "Bodies"). */
   static ObjectNode bodyObject(RoutingContext ctx) {
     JsonNode n;
     try {
-      // wire.md §2: the server decodes the received bytes as UTF-8 with replacement characters, exactly as Node does
+      // docs/protocol.md §2: the server decodes the received bytes as UTF-8 with replacement characters, exactly as Node does
       n = Json.parse(rawBytes(ctx));
     } catch (IllegalArgumentException e) {
       throw RelayError.badRequest("request body is not valid JSON");
@@ -524,7 +524,7 @@ public final class RelayRoutes {
     return s.clock().millis();
   }
 
-  // ---- hop (wire.md §2) ----
+  // ---- hop (docs/protocol.md §2) ----
 
   /** Longest {@code x-mbx-host} that can name an enrolment (HOST_RE: 63 characters). */
   private static final int MAX_HOST_CHARS = 63;
@@ -532,7 +532,7 @@ public final class RelayRoutes {
   private static final int MAX_SIG_CHARS = 1024;
 
   /**
-   * What the hop headers decide (wire.md §2 "Verification" up to the signature): the timestamp and its window, the
+   * What the hop headers decide (docs/protocol.md §2 "Verification" up to the signature): the timestamp and its window, the
    * candidate enrolments of the key or name. The candidates come from the in-memory copy of the committed enrolments
    * ({@link io.mbxrelay.store.EnrolmentCache}): no database round trip, and a revocation is visible to the next
    * request once its COMMIT was answered. Keys are looked up in their canonical spelling (issue 11 item 4). Every
@@ -725,7 +725,7 @@ public final class RelayRoutes {
     });
   }
 
-  // ---- info (wire.md §4.7) ----
+  // ---- info (docs/protocol.md §4.7) ----
 
   private void info(RoutingContext ctx) {
     ObjectNode info = Json.MAPPER.createObjectNode();
@@ -788,7 +788,7 @@ public final class RelayRoutes {
     return ad;
   }
 
-  // ---- enrolment calls (wire.md §4.1) ----
+  // ---- enrolment calls (docs/protocol.md §4.1) ----
 
   boolean rateLimited(RoutingContext ctx) {
     HttpServerRequest req = ctx.request();
@@ -837,7 +837,8 @@ public final class RelayRoutes {
     }
     Optional<String> nonce = s.challenges().issue(pubkey.textValue(), now());
     if (nonce.isEmpty()) {
-      throw new RelayError(503, "too many open enrolment challenges; retry later", "BUSY");
+      // the reference's challenge errors carry no code (only enrol's do)
+      throw new RelayError(503, "too many open enrolment challenges; retry later", null);
     }
     ObjectNode out = Json.MAPPER.createObjectNode();
     out.put("challenge", nonce.get());
@@ -854,7 +855,8 @@ public final class RelayRoutes {
     JsonNode ownerFp = body.get("owner_fp");
     JsonNode sig = body.get("sig");
     if (!truthy(host) || !truthy(pubkey) || !truthy(sig) || ownerFp == null) {
-      throw new RelayError(400, "incomplete enrolment", "BAD_REQUEST");
+      // no code: the reference answers this one before its enrolment core, as {"error"} alone (issue 12 item 11)
+      throw RelayError.badRequest("incomplete enrolment");
     }
     if (!host.isTextual() || !HOST_RE.matcher(host.textValue()).matches() || !pubkey.isTextual()
         || !B64.isPubkey(pubkey.textValue()) || !ownerFp.isTextual()
@@ -932,14 +934,15 @@ public final class RelayRoutes {
     return new RelayError(403, text, "DENIED");
   }
 
-  // ---- push v2 (wire.md §3) ----
+  // ---- push v2 (docs/protocol.md §3) ----
 
   /**
-   * One pushed item after the checks that need no store (wire.md §3 push v2 steps 1–5 as far as the request alone
+   * One pushed item after the checks that need no store (docs/protocol.md §3 push v2 steps 1–5 as far as the request alone
    * decides them): either refused already ({@code early} set) or a {@link StoreCommand.Push} for the writer.
    */
-  private record PreparedItem(String echoId, String early, StoreCommand.Push push, List<String> keysAsSent) {
-    PreparedItem(String echoId, String early, StoreCommand.Push push) {
+  private record PreparedItem(String echoId, io.mbxrelay.store.RejectReason.Rejection early, StoreCommand.Push push,
+      List<String> keysAsSent) {
+    PreparedItem(String echoId, io.mbxrelay.store.RejectReason.Rejection early, StoreCommand.Push push) {
       this(echoId, early, push, null);
     }
   }
@@ -973,7 +976,7 @@ public final class RelayRoutes {
 
   /**
    * Answers {@code {results:[…]}} in request order: refusals as {@code rejected:<why>}, stored items with their
-   * accept receipt signed by the relay key (wire.md §3 "Success result"), written without building a JSON tree.
+   * accept receipt signed by the relay key (docs/protocol.md §3 "Success result"), written without building a JSON tree.
    */
   private void answerPush(RoutingContext ctx, Enrolment caller, List<PreparedItem> prepared,
       List<PushOutcome> outcomes) {
@@ -988,8 +991,8 @@ public final class RelayRoutes {
       PreparedItem p = prepared.get(i);
       PushOutcome outcome = p.push() == null ? new PushOutcome.Rejected(p.early()) : outcomes.get(next++);
       if (outcome instanceof PushOutcome.Rejected r) {
-        AcceptReceipt.appendRejected(p.echoId(), r.reason(), out);
-        s.metrics().itemRejected(RejectReason.classify(r.reason()));
+        AcceptReceipt.appendRejected(p.echoId(), r.wireText(), out);
+        s.metrics().itemRejected(r.reason());
         continue;
       }
       PushOutcome.Stored st = (PushOutcome.Stored) outcome;
@@ -1013,23 +1016,27 @@ public final class RelayRoutes {
     answer(ctx, 200, out.toString());
   }
 
+  private static io.mbxrelay.store.RejectReason.Rejection early(io.mbxrelay.store.RejectReason reason) {
+    return new io.mbxrelay.store.RejectReason.Rejection(reason, null);
+  }
+
   private PreparedItem prepare(Enrolment caller, JsonNode item, boolean withinRate) {
     JsonNode idNode = item.get("item_id");
     String echoId = idNode != null && idNode.isTextual() ? idNode.textValue() : "";
     if (!withinRate) {
-      return new PreparedItem(echoId, "rate", null);
+      return new PreparedItem(echoId, early(io.mbxrelay.store.RejectReason.RATE), null);
     }
     if (idNode == null || !idNode.isTextual() || echoId.isEmpty() || echoId.length() > 300) {
-      return new PreparedItem(echoId, "bad item id", null);
+      return new PreparedItem(echoId, early(io.mbxrelay.store.RejectReason.BAD_ITEM_ID), null);
     }
     JsonNode kindNode = item.get("kind");
     String kind = kindNode != null && kindNode.isTextual() ? kindNode.textValue() : "";
     if (!kind.equals("envelope") && !kind.equals("receipt")) {
-      return new PreparedItem(echoId, "bad kind", null);
+      return new PreparedItem(echoId, early(io.mbxrelay.store.RejectReason.BAD_KIND), null);
     }
     JsonNode targets = item.get("targets");
     if (targets == null || !targets.isArray() || targets.isEmpty() || targets.size() > limits.maxTargets()) {
-      return new PreparedItem(echoId, "bad targets", null);
+      return new PreparedItem(echoId, early(io.mbxrelay.store.RejectReason.BAD_TARGETS), null);
     }
     List<StoreCommand.Target> list = new ArrayList<>(targets.size());
     Set<String> seen = targets.size() == 1 ? null : new HashSet<>();
@@ -1049,22 +1056,23 @@ public final class RelayRoutes {
       if (keysAsSent != null) {
         keysAsSent.add(sent);
       }
-      String failure = null;
+      io.mbxrelay.store.RejectReason.Rejection failure = null;
       byte[] wire = null;
       String hash = null;
       if (seen != null && !seen.add(key)) {
-        failure = "duplicate target";
+        failure = early(io.mbxrelay.store.RejectReason.DUPLICATE_TARGET);
       } else {
         JsonNode w = t.get("wire_b64");
         Optional<byte[]> decoded = w != null && w.isTextual() && B64.isStdB64(w.textValue())
             ? B64.decodeLenient(w.textValue()) : Optional.empty();
         if (decoded.isEmpty()) {
-          failure = "bad wire";
+          failure = early(io.mbxrelay.store.RejectReason.BAD_WIRE);
         } else if (decoded.get().length > limits.maxItemBytes()) {
-          failure = "item over size limit";
+          failure = early(io.mbxrelay.store.RejectReason.SIZE);
         } else {
           wire = decoded.get();
-          failure = WireCheck.check(kind, echoId, wire, caller.hostPubkey()).orElse(null);
+          failure = WireCheck.check(kind, echoId, wire, caller.hostPubkey()).map(io.mbxrelay.store.RejectReason::parse)
+              .orElse(null);
           hash = failure == null ? Hashes.sha256Hex(wire) : null;
           if (failure != null) {
             wire = null;
@@ -1076,12 +1084,12 @@ public final class RelayRoutes {
         break; // targets after the first failing one cannot change the result
       }
     }
-    // the enrolment and allowlist checks that wire.md orders before these failures run in the writer
+    // the enrolment and allowlist checks that docs/protocol.md §3 orders before these failures run in the writer
     return new PreparedItem(echoId, null,
         new StoreCommand.Push(caller.hostPubkey(), caller.hostName(), kind, echoId, list), keysAsSent);
   }
 
-  // ---- pull v2 (wire.md §3) ----
+  // ---- pull v2 (docs/protocol.md §3) ----
 
   private void pull(RoutingContext ctx) {
     Enrolment caller = ctx.get(CALLER);
@@ -1171,6 +1179,18 @@ public final class RelayRoutes {
       }
     }
 
+    @Override
+    public void released() {
+      if (done) {
+        return;
+      }
+      if (timer != -1) {
+        ctx.vertx().cancelTimer(timer);
+        timer = -1; // no longer waiting: the next read answers whatever it finds
+      }
+      read(true);
+    }
+
     private void read(boolean last) {
       if (done) {
         return;
@@ -1237,7 +1257,7 @@ public final class RelayRoutes {
   }
 
   /**
-   * Writes a pull page (wire.md §3 key order {@code epoch, head_seq, items, last_seq, more}) item by item with
+   * Writes a pull page (docs/protocol.md §3 key order {@code epoch, head_seq, items, last_seq, more}) item by item with
    * back-pressure: an item is written only while the connection's write queue is below its mark, the rest when the
    * client has read (issue 10 item 12). So a full 8 MiB page never exists as one JSON tree and one string, and a client
    * that does not read holds at most its page's wire bytes ({@code held}, counted in {@link io.mbxrelay.budget.PageBudget} until the
@@ -1311,7 +1331,7 @@ public final class RelayRoutes {
   /** A pull answer's write-queue mark, bytes: above it, the next item waits until the client read. */
   private static final int WRITE_QUEUE_BYTES = 256 * 1024;
 
-  // ---- ack v2 (wire.md §3) ----
+  // ---- ack v2 (docs/protocol.md §3) ----
 
   private void ack(RoutingContext ctx) {
     Enrolment caller = ctx.get(CALLER);

@@ -29,7 +29,7 @@ import java.util.Set;
 import java.util.regex.Pattern;
 
 /**
- * The trust endpoints (issue 3), mounted by {@link RelayRoutes} at their places in the routing order (wire.md §3):
+ * The trust endpoints (issue 3), mounted by {@link RelayRoutes} at their places in the routing order (docs/protocol.md §3):
  * before hop auth the unsigned, self-authenticating {@code POST /v2/relay/rotate} (§4.4, per-address window, 8 KiB)
  * and the admin deny list ({@code /admin/deny}, bearer token; without a valid token the request falls through to hop
  * auth and is answered exactly like any unknown path: 401 {@code bad relay hop}); after hop auth
@@ -44,7 +44,7 @@ final class TrustRoutes {
   private static final long FUTURE_SKEW_MS = 5 * 60_000L;
   private static final long MAX_AD_LIFETIME_MS = 90L * 86_400_000L;
   private static final RelayError UNKNOWN_HOST = new RelayError(404, "unknown host", null);
-  /** Our v2 ad refusal reason beyond wire.md §4.2 (docs/wire-compatibility.md; issue 11 item 13). */
+  /** Our v2 ad refusal reason beyond docs/protocol.md §4.2 (docs/wire-compatibility.md; issue 11 item 13). */
   static final String AD_NOT_NEWER = "not newer than the stored ad";
   /** A v1 ad whose {@code enc_pub} holds a number JS cannot (our text; docs/wire-compatibility.md). */
   static final RelayError NON_FINITE = RelayError.badRequest("request body has a number out of range");
@@ -78,7 +78,7 @@ final class TrustRoutes {
     return n != null && n.isTextual() ? n.textValue() : null;
   }
 
-  // ---- sender allowlist (wire.md §4.3) ----
+  // ---- sender allowlist (docs/protocol.md §4.3) ----
 
   private void senders(RoutingContext ctx) {
     Enrolment caller = ctx.get(RelayRoutes.CALLER);
@@ -121,7 +121,7 @@ final class TrustRoutes {
         }).onFailure(ctx::fail);
   }
 
-  // ---- enc-key ads (wire.md §4.2) ----
+  // ---- enc-key ads (docs/protocol.md §4.2) ----
 
   private void encKeyV1(RoutingContext ctx) {
     Enrolment caller = ctx.get(RelayRoutes.CALLER);
@@ -257,13 +257,13 @@ final class TrustRoutes {
         }).onFailure(ctx::fail);
   }
 
-  /** wire.md §4.6 v1 name resolution with the caller as viewer; empty when unknown or ambiguous. */
+  /** docs/protocol.md §4.6 v1 name resolution with the caller as viewer; empty when unknown or ambiguous. */
   private Future<Optional<String>> resolveName(String name, Enrolment viewer) {
     return NameResolver.resolve(s.reads(), s.config().limits().maxPerName(), name, viewer)
         .map(r -> r instanceof NameResolver.Found f ? Optional.of(f.enrolment().hostPubkey()) : Optional.empty());
   }
 
-  // ---- rotation (wire.md §4.4) ----
+  // ---- rotation (docs/protocol.md §4.4) ----
 
   private static RelayError badRotation(String text) {
     return RelayError.badRequest(text);
@@ -327,14 +327,14 @@ final class TrustRoutes {
             } else if (outcome instanceof RotateOutcome.NamesAnotherHost) {
               ctx.fail(badRotation("rotation names another host"));
             } else {
-              // revoked here, or on the deny list (which revokes): one answer, wire.md §4.4 409
+              // revoked here, or on the deny list (which revokes): one answer, docs/protocol.md §4.4 409
               ctx.fail(new RelayError(409, "the new key was revoked here", null));
             }
           }).onFailure(ctx::fail);
     })).onFailure(ctx::fail);
   }
 
-  // ---- admin deny list (seed 000 §8 "Revocation"; docs/deny-list.md) ----
+  // ---- admin deny list (docs/protocol.md §7.8 "Revocation"; docs/deny-list.md) ----
 
   private void admin(RoutingContext ctx) {
     if (!s.trust().adminAuthorized(ctx.request().getHeader("authorization"))) {
@@ -360,7 +360,8 @@ final class TrustRoutes {
     ObjectNode body = RelayRoutes.bodyObject(ctx);
     Optional<DenyKey> entry = DenyKey.of(text(body.get("kind")), text(body.get("value")));
     if (entry.isEmpty()) {
-      throw RelayError.badRequest("bad deny entry: kind must be host_fp or client_id with a valid value");
+      throw RelayError.badRequest("bad deny entry: " + DenyKey.problem(text(body.get("kind")),
+          text(body.get("value"))).orElse("invalid"));
     }
     String note = text(body.get("note"));
     if (note != null && note.length() > 200) {

@@ -24,8 +24,8 @@ import java.util.Objects;
 import java.util.Set;
 
 /**
- * The v1 message endpoints, kept so AgentMBX hosts that predate v2 keep working (wire.md §3 "v1 endpoints (kept for
- * one release)", seed 000 §11): {@code POST /v1/relay/messages}, {@code GET /v1/relay/messages?after=},
+ * The v1 message endpoints, kept so AgentMBX hosts that predate v2 keep working (docs/protocol.md §3
+ * "v1 endpoints", §7.11): {@code POST /v1/relay/messages}, {@code GET /v1/relay/messages?after=},
  * {@code POST /v1/relay/ack}. All behind the signed hop (v1 paths sign the path without the query). v1 items are
  * durable and deduplicated like v2 items, routed by v1 name resolution (§4.6), and never expire. Safe on any event
  * loop.
@@ -70,7 +70,7 @@ final class V1Routes {
     done.future().onSuccess(error -> answer(ctx, stored[0], error)).onFailure(ctx::fail);
   }
 
-  /** Envelopes one after the other; the first error stops the batch (wire.md §3). */
+  /** Envelopes one after the other; the first error stops the batch (docs/protocol.md §3). */
   private void next(Enrolment caller, JsonNode envelopes, int i, int[] stored, Promise<String> done) {
     if (i == envelopes.size()) {
       done.complete(null);
@@ -132,7 +132,7 @@ final class V1Routes {
     });
   }
 
-  /** {@code {stored[,error]}}: 413 when there is an error and nothing was stored, else 200 (wire.md §3). */
+  /** {@code {stored[,error]}}: 413 when there is an error and nothing was stored, else 200 (docs/protocol.md §3). */
   private static void answer(RoutingContext ctx, int stored, String error) {
     ObjectNode out = Json.MAPPER.createObjectNode().put("stored", stored);
     if (error != null) {

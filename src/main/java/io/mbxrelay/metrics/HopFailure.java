@@ -3,7 +3,7 @@ package io.mbxrelay.metrics;
 import java.util.Locale;
 
 /**
- * Bounded reason class of a signed hop that did not verify (wire.md §2), the {@code reason} label of
+ * Bounded reason class of a signed hop that did not verify (docs/protocol.md §2), the {@code reason} label of
  * {@link RelayMetrics#HOP_FAILURES}. Counted where a hop is required (the 401 path), not for the optional hop of
  * {@code info}.
  */

@@ -7,7 +7,7 @@ import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 
 /**
- * Hot-path warnings, rate-limited (STYLE "hot-path warnings rate-limited"): at most one line per key per interval;
+ * Hot-path warnings, rate-limited (docs/architecture.md "Logs and metrics"): at most one line per key per interval;
  * the next line that passes carries {@code [suppressed: n]}, the number of lines dropped since the last one.
  *
  * <p>Keys must come from a bounded set (a route template, a failure kind), never from request data. Safe on any

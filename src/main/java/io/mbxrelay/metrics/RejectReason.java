@@ -4,7 +4,7 @@ import java.util.Locale;
 
 /**
  * Bounded reason class of a rejected push item, the {@code reason} label of {@link RelayMetrics#ITEMS_REJECTED}. The
- * wire texts (wire.md §3 push v2, "rejected:&lt;why&gt;") carry host names and free text, so they never become label
+ * wire texts (docs/protocol.md §3 push v2, "rejected:&lt;why&gt;") carry host names and free text, so they never become label
  * values; {@link #classify(String)} maps each text to one of these fixed classes.
  */
 public enum RejectReason {

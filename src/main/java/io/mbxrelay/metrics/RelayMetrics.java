@@ -33,9 +33,9 @@ import java.util.function.IntSupplier;
 import java.util.function.LongSupplier;
 
 /**
- * The relay's meters (STYLE "Names, comments, logs, metrics"): meter names as constants, every label value from a
+ * The relay's meters (docs/architecture.md "Logs and metrics"): meter names as constants, every label value from a
  * bounded enum ({@link RejectReason}, {@link HopFailure}, {@link Outcome}). No host key, item id, host name, account
- * or free text ever becomes a label value (seed 002 §4).
+ * or free text ever becomes a label value.
  *
  * <p>One instance per relay process, built by the composition root before Vert.x so that Vert.x's own HTTP server,
  * event-bus (address label on: {@code io.mbxrelay.store.Addresses} is a small fixed set), JVM and process meters land
@@ -111,7 +111,7 @@ public final class RelayMetrics implements AutoCloseable {
   public enum RevocationCause {
     /** A deny-list entry matched it (admin endpoint). */
     DENY,
-    /** The host rotated to a new key (wire.md §4.4). */
+    /** The host rotated to a new key (docs/protocol.md §4.4). */
     ROTATION;
 
     /** The label value: lower-case name. */
@@ -369,7 +369,7 @@ public final class RelayMetrics implements AutoCloseable {
       }
     });
     // The HTTP method label comes from the request line, i.e. from any client: map anything but the standard methods
-    // to "other" so a remote caller cannot mint series (seed 001's "label values taken from remote input").
+    // to "other" so a remote caller cannot mint series (label values must never come from remote input).
     registry.config().meterFilter(MeterFilter.replaceTagValues("method",
         m -> STANDARD_METHODS.contains(m) ? m : "other"));
     MicrometerMetricsOptions metrics = new MicrometerMetricsOptions()
@@ -407,6 +407,15 @@ public final class RelayMetrics implements AutoCloseable {
   /** One push item answered {@code duplicate}. */
   public void itemDuplicate() {
     duplicate.increment();
+  }
+
+  /**
+   * Counts one push item answered {@code rejected:…}, by its typed reason's class.
+   *
+   * @param reason the ledger's or the edge's reason
+   */
+  public void itemRejected(io.mbxrelay.store.RejectReason reason) {
+    itemRejected(RejectReason.valueOf(reason.metricLabel().toUpperCase(java.util.Locale.ROOT)));
   }
 
   /**

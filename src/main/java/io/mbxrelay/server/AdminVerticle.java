@@ -70,6 +70,7 @@ public final class AdminVerticle extends VerticleBase {
   private final ClockGuard clock;
   private final DiskSpace disk;
   private final java.nio.file.Path storeFile;
+  private volatile boolean stopping;
 
   /**
    * @param services shared services (config, store client, read store, metrics)
@@ -167,13 +168,24 @@ public final class AdminVerticle extends VerticleBase {
     services.reads().queueStats().onSuccess(q -> metrics.queueScan(q.items(), q.bytes(), q.largestTargetItems(),
         q.largestTargetBytes())).onFailure(e -> {
           metrics.queueScanFailed();
-          WARN.warn("scan", "queue scan failed [error: {}]", e.getClass().getSimpleName());
+          WARN.warn("scan", "queue scan failed [error: {}]", e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage());
         });
+  }
+
+  /**
+   * The relay is stopping (issue 12 item 1): from now on {@code /ready} answers 503 with "relay is stopping", so a
+   * load balancer takes it out of rotation while in-flight requests finish. Safe on any thread.
+   */
+  public void stopping() {
+    stopping = true;
   }
 
   /** The failing readiness checks, empty when ready. Safe on any thread. */
   List<String> failing() {
     List<String> out = new ArrayList<>();
+    if (stopping) {
+      out.add("relay is stopping");
+    }
     if (writer.failStopped()) {
       out.add("writer stopped after store corruption (fail-stop)");
     }

@@ -3,7 +3,7 @@ package io.mbxrelay.server;
 import java.util.Locale;
 
 /**
- * TEST-ONLY crash harness (issue: crash windows of seed 000 §5). When the environment variable
+ * TEST-ONLY crash harness (issue: crash windows of docs/protocol.md §7.5). When the environment variable
  * {@value #ENV} names a point, the relay halts the JVM ({@code Runtime.halt}, no shutdown hooks, like SIGKILL) the
  * first time a transaction containing a push reaches that point. Off by default; never set it in production.
  */

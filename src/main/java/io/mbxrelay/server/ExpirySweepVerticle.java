@@ -17,7 +17,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Timer verticle: the expiry sweep (seed 000 §6, wire.md §5 "Sweep"), at start and every {@code sweepIntervalMs}.
+ * Timer verticle: the expiry sweep (docs/protocol.md §7.6, §5 "Sweep"), at start and every {@code sweepIntervalMs}.
  * Each run sends at most {@code sweepMaxBatches} bounded {@link StoreCommand.SweepBatch} transactions of at most
  * {@code sweepBatchRows} rows to the writer, one after the other, so pushes queue between batches and never wait
  * for a whole sweep; then prunes dedup rows past the horizon (retention + 7 days) in bounded transactions; then, if

@@ -9,7 +9,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Timer verticle: writes {@code meta.heartbeat} through the writer every {@code intervalMs} (wire.md §5 "Epoch /
+ * Timer verticle: writes {@code meta.heartbeat} through the writer every {@code intervalMs} (docs/protocol.md §5 "Epoch /
  * heartbeat": 30 s). A store restarted after more than the stale bound without heartbeats rotates its epoch at open.
  */
 public final class HeartbeatVerticle extends VerticleBase {

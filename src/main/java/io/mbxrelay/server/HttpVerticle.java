@@ -12,7 +12,7 @@ import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 
 /**
- * One HTTP event-loop verticle (STYLE "HttpVerticle (event loop, N instances from conf)"). Instances listening on
+ * One HTTP event-loop verticle (docs/architecture.md, the diagram: N instances from conf). Instances listening on
  * the same host and port share the socket; Vert.x spreads connections over them.
  */
 public final class HttpVerticle extends VerticleBase {
@@ -20,6 +20,8 @@ public final class HttpVerticle extends VerticleBase {
   private final String host;
   private final int port;
   private volatile int actualPort = -1;
+  private volatile boolean draining;
+  private HttpServer server;
 
   /**
    * @param services shared services
@@ -63,8 +65,33 @@ public final class HttpVerticle extends VerticleBase {
         .setHttp2ClearTextEnabled(http.h2c())
         .setInitialSettings(new Http2Settings().setMaxConcurrentStreams(http.maxConcurrentStreams()));
     // one budget for every instance of this relay (RelayServices)
-    HttpServer server = vertx.createHttpServer(options)
-        .requestHandler(new RelayRoutes(services, services.bodyBudget()).requestHandler(vertx));
+    io.vertx.core.Handler<io.vertx.core.http.HttpServerRequest> routes =
+        new RelayRoutes(services, services.bodyBudget()).requestHandler(vertx);
+    server = vertx.createHttpServer(options).requestHandler(req -> {
+      // an answer sent during the drain says connection: close, so its client opens a new connection for its next
+      // request (refused once the listener is gone) instead of reusing this one as the relay closes it
+      req.response().headersEndHandler(v -> {
+        if (draining) {
+          req.response().putHeader("connection", "close");
+        }
+      });
+      routes.handle(req);
+    });
     return server.listen(port, host).onSuccess(s -> actualPort = s.actualPort());
+  }
+
+  /**
+   * Starts the drain of this instance (issue 12 item 1): its listener closes, an idle connection is closed at once, a
+   * connection with a request in progress is closed after that request's answer (HTTP/2: GOAWAY, open streams finish),
+   * and whatever is still open after {@code graceMs} is closed. Safe on any thread.
+   *
+   * @param graceMs how long in-flight requests may take to finish, ms
+   * @return completes when every connection of this instance is closed
+   */
+  public Future<Void> drain(long graceMs) {
+    draining = true;
+    io.vertx.core.Promise<Void> p = io.vertx.core.Promise.promise();
+    context.runOnContext(v -> server.shutdown(graceMs, TimeUnit.MILLISECONDS).onComplete(p));
+    return p.future();
   }
 }

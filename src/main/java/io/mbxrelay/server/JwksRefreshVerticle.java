@@ -17,7 +17,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeoutException;
 
 /**
- * Timer verticle that keeps the account issuer's JWKS fresh (seed 000 §8; STYLE "Timer verticles"): installs a
+ * Timer verticle that keeps the account issuer's JWKS fresh (docs/protocol.md §7.8; docs/architecture.md "Timer verticles"): installs a
  * non-blocking HTTP fetcher into the {@link JwksCache}, fetches once at start (the deployment does not wait for it:
  * an unreachable issuer must not stop the relay; enrolments fail closed until a fetch succeeds) and then every
  * {@code refreshMs}. Unknown-kid refreshes go through the same fetcher.
@@ -49,7 +49,7 @@ public final class JwksRefreshVerticle extends AbstractVerticle {
   /**
    * @param cache the cache to fill
    * @param settings the validated enrolment settings: {@code jwksUrl} (https, or http to a loopback host; parsed
-   *     again here with {@link JwksEndpoint#parse}), {@code jwksRefreshMs} (seed 000 §8: 10 min) and
+   *     again here with {@link JwksEndpoint#parse}), {@code jwksRefreshMs} (docs/protocol.md §7.8: 10 min) and
    *     {@code jwksFetchTimeoutMs} (absolute deadline of one fetch)
    */
   public JwksRefreshVerticle(JwksCache cache, RelayConfig.Enrolment settings) {

@@ -20,6 +20,8 @@ import io.mbxrelay.store.DiskSpace;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.store.sqlite.CommitWatermark;
 import io.mbxrelay.store.sqlite.SqliteOps;
+import io.mbxrelay.store.RelayReads;
+import io.mbxrelay.store.sqlite.SqliteReads;
 import io.mbxrelay.store.sqlite.SqliteRelayStore;
 import io.mbxrelay.store.sqlite.StoreFiles;
 import io.mbxrelay.store.sqlite.StoreLock;
@@ -39,7 +41,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Composition root (STYLE "Composition in one place"): lock the store dir, open the store, build Vert.x, register
+ * Composition root (docs/architecture.md "Composition in one place"): lock the store dir, open the store, build Vert.x, register
  * codecs, deploy the writer and await it, open the read pool, deploy HTTP verticles, then the admin server
  * (metrics, health, readiness). {@link #close()} shuts
  * down in reverse.
@@ -48,7 +50,13 @@ public final class RelayServer implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RelayServer.class);
 
   /**
-   * Process-level options (CLI flags and environment, wire.md §5 "CLI").
+   * How long {@code serve} waits for another process to release the store's lock, ms (60 s: long enough for a
+   * restarting relay to finish its stop).
+   */
+  static final long LOCK_WAIT_MS = 60_000;
+
+  /**
+   * Process-level options (CLI flags and environment, docs/protocol.md §5 "CLI").
    *
    * @param port listen port, 0 for ephemeral
    * @param bind listen address
@@ -100,19 +108,22 @@ public final class RelayServer implements AutoCloseable {
 
   private final Vertx vertx;
   private final StoreLock lock;
-  private final io.mbxrelay.store.RelayReads reads;
+  private final RelayReads reads;
   private final RelayServices services;
-  private final SqliteRelayStore.OpenReport openReport;
+  private final io.mbxrelay.store.sqlite.SqliteBackend.OpenReport openReport;
   private final List<String> deployments;
   private final int port;
   private ExpirySweepVerticle sweep;
   private AdminVerticle admin;
   private CommitWatermark watermark;
+  private List<HttpVerticle> httpInstances = List.of();
+  private Path storeDir;
+  private io.mbxrelay.http.PullWaiters waiters;
   private boolean closed;
   private int adminPort = -1;
 
-  private RelayServer(Vertx vertx, StoreLock lock, io.mbxrelay.store.RelayReads reads, RelayServices services,
-      SqliteRelayStore.OpenReport openReport, List<String> deployments, int port) {
+  private RelayServer(Vertx vertx, StoreLock lock, RelayReads reads, RelayServices services,
+      io.mbxrelay.store.sqlite.SqliteBackend.OpenReport openReport, List<String> deployments, int port) {
     this.vertx = vertx;
     this.lock = lock;
     this.reads = reads;
@@ -132,11 +143,28 @@ public final class RelayServer implements AutoCloseable {
    * @throws Exception when the store cannot be locked or opened, or a verticle fails to deploy
    */
   public static RelayServer start(RelayConfig config, Ed25519KeyPair relayKey, Options options) throws Exception {
+    // The store backend (docs/architecture.md "Store: ledger and backends"). Every backend gives the writer a
+    // RelayStore (a RelayLedger over its LedgerBackend), the routes a RelayReads and the hop check an EnrolmentCache;
+    // what follows opens the embedded SQLite store with its store-directory guards (lock, file modes, commit
+    // watermark, free-space floor). Another backend adds its case here and opens its own pair.
+    switch (config.store().backend()) {
+      case "sqlite" -> {
+        return startSqlite(config, relayKey, options);
+      }
+      default -> throw new IllegalArgumentException("store.backend " + config.store().backend()
+          + " is not in this build (" + String.join(", ", RelayConfig.STORE_BACKENDS) + ")");
+    }
+  }
+
+  private static RelayServer startSqlite(RelayConfig config, Ed25519KeyPair relayKey, Options options)
+      throws Exception {
     SqliteRelayStore.createStoreDir(options.storeDir());
     for (String note : StoreFiles.secure(options.storeDir())) {
       LOG.warn("store files [{}]", note);
     }
-    StoreLock lock = StoreLock.acquire(options.storeDir(), 60_000);
+    StoreLock lock = StoreLock.acquire(options.storeDir(), LOCK_WAIT_MS,
+        holder -> LOG.warn("store {} is in use by {}: waiting up to {} s for it to stop", options.storeDir(), holder,
+            LOCK_WAIT_MS / 1000));
     Vertx vertx = null;
     RelayMetrics metrics = null;
     SqliteRelayStore openedStore = null;
@@ -189,7 +217,7 @@ public final class RelayServer implements AutoCloseable {
       deployments.add(await(vertx.deployVerticle(writer, new DeploymentOptions()
           .setThreadingModel(ThreadingModel.WORKER).setWorkerPoolName("mbx-writer").setWorkerPoolSize(1))));
       openedStore = null; // the writer owns it now and closes it when undeployed
-      io.mbxrelay.store.sqlite.SqliteReads reads = io.mbxrelay.store.sqlite.SqliteReads.open(vertx, store.file(), config.store().readPoolSize(),
+      RelayReads reads = SqliteReads.open(vertx, store.file(), config.store().readPoolSize(),
           config.store().busyTimeoutMs());
       RelayConfig.Limits l = config.limits();
       // ---- trust (issue 3): authority, issuer keys, replay cache, admin token ----
@@ -252,19 +280,24 @@ public final class RelayServer implements AutoCloseable {
       // A negative port asks Vert.x for one random port shared by every instance (Vert.x "random port sharing").
       int listen = options.port() == 0 ? -1 : options.port();
       List<HttpVerticle> instances = new java.util.concurrent.CopyOnWriteArrayList<>();
-      deployments.add(await(vertx.deployVerticle(() -> {
+      deployments.add(listening(vertx.deployVerticle(() -> {
         HttpVerticle v = new HttpVerticle(services, options.bind(), listen);
         instances.add(v);
         return v;
-      }, new DeploymentOptions().setInstances(config.http().instances()))));
+      }, new DeploymentOptions().setInstances(config.http().instances())), "relay", options.bind(), options.port(),
+          "choose another with --port or $PORT"));
       int port = instances.get(0).actualPort();
       AdminVerticle admin = new AdminVerticle(services, writer, instances, clock, disk, store.file());
-      deployments.add(await(vertx.deployVerticle(admin)));
+      deployments.add(listening(vertx.deployVerticle(admin), "admin", config.admin().bind(), config.admin().port(),
+          "choose another with admin.port (MBX_RELAY_ADMIN_PORT)"));
       RelayServer server = new RelayServer(vertx, lock, reads, services, store.openReport(), deployments, port);
       server.watermark = watermark;
       server.sweep = sweep;
       server.admin = admin;
       server.adminPort = admin.actualPort();
+      server.httpInstances = List.copyOf(instances);
+      server.storeDir = options.storeDir();
+      server.waiters = waiters;
       return server;
     } catch (Exception | Error e) {
       if (vertx != null) {
@@ -312,6 +345,39 @@ public final class RelayServer implements AutoCloseable {
 
   private static <T> T await(Future<T> f) throws Exception {
     return f.toCompletionStage().toCompletableFuture().get(60, TimeUnit.SECONDS);
+  }
+
+  /**
+   * Awaits the deployment of a listening verticle; a port that cannot be bound becomes a {@link ListenException}
+   * naming the listener, its address and the setting to change (issue 12 item 6).
+   */
+  private static String listening(Future<String> deployment, String which, String bind, int port, String remedy)
+      throws Exception {
+    try {
+      return await(deployment);
+    } catch (java.util.concurrent.ExecutionException e) {
+      Throwable c = e.getCause();
+      while (c != null && !(c instanceof java.net.BindException) && c.getCause() != null && c.getCause() != c) {
+        c = c.getCause();
+      }
+      if (c instanceof java.net.BindException b) {
+        String msg = b.getMessage() == null ? "" : b.getMessage().toLowerCase(java.util.Locale.ROOT);
+        String why = msg.contains("in use") ? "is in use (another relay or program listens there)"
+            : msg.contains("assign") ? "cannot be bound: " + bind + " is not an address of this machine"
+            : msg.contains("permission") ? "needs privileges (ports below 1024)" : "cannot be bound (" + msg + ")";
+        throw new ListenException("the " + which + " port " + port + " on " + bind + " " + why + "; " + remedy, b);
+      }
+      throw e;
+    }
+  }
+
+  /** A listener could not bind its port; the message names which one (relay or admin), the address and the remedy. */
+  public static final class ListenException extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    ListenException(String message, Throwable cause) {
+      super(message, cause);
+    }
   }
 
   /** Software version reported in info and the startup log. */
@@ -365,7 +431,7 @@ public final class RelayServer implements AutoCloseable {
   }
 
   /** What opening the store did (created, epoch rotated). */
-  public SqliteRelayStore.OpenReport openReport() {
+  public io.mbxrelay.store.sqlite.SqliteBackend.OpenReport openReport() {
     return openReport;
   }
 
@@ -379,13 +445,49 @@ public final class RelayServer implements AutoCloseable {
     return vertx;
   }
 
-  /** Stops HTTP first, then the writer (which answers what is queued and closes the store), then the pools. */
+  /**
+   * Stops the relay as a drain (issue 12 item 1), then shuts down in reverse order of start. Logs the start and the
+   * end of the stop. Blocking; idempotent (a second call waits for the first and returns).
+   *
+   * <ol>
+   *   <li>{@code /ready} answers 503 ("relay is stopping");</li>
+   *   <li>every long-poll pull waiting for items is answered with its page now (normally empty);</li>
+   *   <li>each HTTP instance closes its listener (a new connection is refused), closes idle connections, and closes
+   *       every other connection after its request in progress was answered; a request that arrives on a connection
+   *       already open is still answered, with {@code connection: close}; after {@code http.shutdownGraceMs} what is
+   *       still open is closed;</li>
+   *   <li>the verticles are undeployed in reverse: admin, timers, and last the writer, which answers every command
+   *       still queued, checkpoints the WAL ({@code wal_checkpoint(TRUNCATE)}) and closes the store;</li>
+   *   <li>the read pool, Vert.x, the commit watermark, the metrics and the store lock are closed.</li>
+   * </ol>
+   */
   @Override
   public synchronized void close() {
     if (closed) {
       return;
     }
     closed = true;
+    long started = System.nanoTime();
+    long grace = services.config().http().shutdownGraceMs();
+    LOG.info("stopping: /ready answers 503, the relay port takes no new connections, requests in progress have up to"
+        + " {} ms to finish [port: {}]", grace, port);
+    if (admin != null) {
+      admin.stopping();
+    }
+    int released = waiters == null ? 0 : waiters.release();
+    boolean drained = true;
+    if (!httpInstances.isEmpty()) {
+      List<Future<Void>> draining = new ArrayList<>(httpInstances.size());
+      httpInstances.forEach(h -> draining.add(h.drain(grace)));
+      try {
+        Future.all(draining).toCompletionStage().toCompletableFuture().get(grace + 10_000, TimeUnit.MILLISECONDS);
+      } catch (Exception e) {
+        LOG.warn("drain did not complete [error: {}]", e.toString());
+      }
+      // the connections still open when the grace period ended were closed without their answer
+      drained = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started) < grace;
+    }
+    long drainMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
     try {
       for (int i = deployments.size() - 1; i >= 0; i--) {
         await(vertx.undeploy(deployments.get(i)));
@@ -402,5 +504,9 @@ public final class RelayServer implements AutoCloseable {
     watermark.close(); // after the writer's last commit: the file ends at the store's final count
     services.metrics().close();
     lock.close();
+    LOG.info("stopped [took: {} ms] [draining requests: {} ms{}] [long-poll pulls answered early: {}] [store closed"
+            + " cleanly: {}]", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started), drainMs,
+        drained ? "" : ", grace period over: connections still open were closed", released,
+        SqliteRelayStore.closedCleanly(storeDir));
   }
 }

@@ -239,7 +239,7 @@ final class StatusRoutes {
    */
   record Page(String html, String contentSecurityPolicy) {
     private static final Pattern SCRIPT = Pattern.compile("<script>(.*?)</script>", Pattern.DOTALL);
-    private static final Pattern STYLE = Pattern.compile("<style>(.*?)</style>", Pattern.DOTALL);
+    private static final Pattern STYLE_ELEMENT = Pattern.compile("<style>(.*?)</style>", Pattern.DOTALL);
 
     static Page load(String resource) {
       String html;
@@ -252,7 +252,7 @@ final class StatusRoutes {
         throw new UncheckedIOException(e);
       }
       return new Page(html, "default-src 'none'; script-src " + hashes(SCRIPT, html) + "; style-src "
-          + hashes(STYLE, html) + "; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+          + hashes(STYLE_ELEMENT, html) + "; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
     }
 
     private static String hashes(Pattern p, String html) {

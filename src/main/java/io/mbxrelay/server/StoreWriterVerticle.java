@@ -21,7 +21,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The only writer (STYLE "One writer"): a worker verticle, deployed exactly once on its own pool of one thread, that
+ * The only writer (docs/architecture.md "One writer"): a worker verticle, deployed exactly once on its own pool of one thread, that
  * owns the store's single write connection. Every write in the process is a {@link StoreCommand} request on
  * {@link Addresses#STORE_WRITE}; the reply is sent only after COMMIT.
  *

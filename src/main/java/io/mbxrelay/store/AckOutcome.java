@@ -1,6 +1,6 @@
 package io.mbxrelay.store;
 
-/** The stored outcome of a transport ack (wire.md §3 ack v2). */
+/** The stored outcome of a transport ack (docs/protocol.md §3 ack v2). */
 public sealed interface AckOutcome {
 
   /**

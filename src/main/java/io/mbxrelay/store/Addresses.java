@@ -1,7 +1,7 @@
 package io.mbxrelay.store;
 
 /**
- * Event-bus addresses. The set is small and fixed, so event-bus metrics may label by address (STYLE).
+ * Event-bus addresses. The set is small and fixed, so event-bus metrics may label by address (docs/architecture.md "Logs and metrics").
  */
 public final class Addresses {
   /** The single writer: {@code StoreCommand} requests, typed results as replies (local only). */

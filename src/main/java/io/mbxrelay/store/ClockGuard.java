@@ -9,8 +9,8 @@ import java.util.OptionalLong;
 import java.util.function.Consumer;
 
 /**
- * The relay's store time, guarded against wall-clock steps (issue 10 item 7; seed 000 §6 retention, §7 dedup
- * horizon). It keeps a <em>trusted</em> time: the last wall-clock reading it accepted, advanced by the monotonic clock
+ * The relay's store time, guarded against wall-clock steps (issue 10 item 7; docs/protocol.md §7.6 retention, §5 "Dedup
+ * horizon"). It keeps a <em>trusted</em> time: the last wall-clock reading it accepted, advanced by the monotonic clock
  * since. A wall-clock reading further than {@code maxStepMs} from the trusted time (either way) is a step: the guard
  * then <em>pauses</em> expiry and dedup pruning ({@link #expiryPaused()}) and serves the trusted time instead of the
  * wall clock, until the wall clock is within the bound of the trusted time again (NTP corrected it) or an operator
@@ -101,7 +101,7 @@ public final class ClockGuard {
 
   /**
    * The wall-clock time behind a clock: the guarded wall clock for {@link #clock()}, else {@code clock.millis()}. For
-   * checks that compare with the outside world's time, such as the stale-heartbeat epoch rotation (wire.md §5).
+   * checks that compare with the outside world's time, such as the stale-heartbeat epoch rotation (docs/protocol.md §5).
    *
    * @param clock a clock
    * @return wall-clock ms since the epoch

@@ -3,7 +3,7 @@ package io.mbxrelay.store;
 import java.util.Objects;
 
 /**
- * One dedup row (docs/protocol.md "Dedup"): unique by (sender, item id, target); it outlives its item as a tombstone
+ * One dedup row (docs/protocol.md §5): unique by (sender, item id, target); it outlives its item as a tombstone
  * until the dedup horizon.
  *
  * @param sender the sender key

@@ -1,7 +1,7 @@
 package io.mbxrelay.store;
 
 /**
- * The outcome of adding a deny-list entry (seed 000 §8 "Revocation").
+ * The outcome of adding a deny-list entry (docs/protocol.md §7.8 "Revocation").
  *
  * @param added false when the entry already existed (the call is idempotent)
  * @param revoked live enrolments revoked by this call

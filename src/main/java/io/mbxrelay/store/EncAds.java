@@ -1,7 +1,7 @@
 package io.mbxrelay.store;
 
 /**
- * The enc-key ads of a live enrolment (docs/protocol.md "Enc-key ads").
+ * The enc-key ads of a live enrolment (docs/protocol.md §4.2).
  *
  * @param hostName the enrolment's stored name
  * @param hostPubkey the key

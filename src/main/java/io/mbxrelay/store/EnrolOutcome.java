@@ -1,6 +1,6 @@
 package io.mbxrelay.store;
 
-/** The stored outcome of an enrolment (wire.md §4.1). */
+/** The stored outcome of an enrolment (docs/protocol.md §4.1). */
 public enum EnrolOutcome {
   /** Enrolled or re-enrolled. */
   OK,
@@ -10,6 +10,6 @@ public enum EnrolOutcome {
   REVOKED,
   /** Another live key of the same proven account carries the name: 409 NAME_TAKEN. */
   NAME_TAKEN,
-  /** The key's fingerprint or the token's client id is on the deny list: 403 DENIED (seed 000 §8). */
+  /** The key's fingerprint or the token's client id is on the deny list: 403 DENIED (docs/protocol.md §7.8). */
   DENIED
 }

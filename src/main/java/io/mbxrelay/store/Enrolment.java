@@ -1,7 +1,7 @@
 package io.mbxrelay.store;
 
 /**
- * One row of {@code enrolments} (wire.md §5, seed 000 §2). Hosts are identified by key; the name is a label.
+ * One row of {@code enrolments} (docs/protocol.md §5, §7.2). Hosts are identified by key; the name is a label.
  *
  * @param hostPubkey base64 Ed25519 host key (44 chars), the primary key
  * @param hostName the host's label, matched case-insensitively

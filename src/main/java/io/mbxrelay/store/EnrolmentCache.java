@@ -10,7 +10,7 @@ import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The live rows of the committed {@code enrolments} table held in memory (seed 000 §2, wire.md §2 hop lookups), so
+ * The live rows of the committed {@code enrolments} table held in memory (docs/protocol.md §7.2, §2 hop lookups), so
  * that verifying a hop and checking a push's targets never wait on a database read. Revoked rows are not held (every
  * rotation leaves one, so they would grow without bound); a key that is absent here is not a live enrolment, and the
  * writer reads a revoked row from the database when it needs one.
@@ -44,7 +44,7 @@ public final class EnrolmentCache {
 
   /**
    * Live enrolments carrying a name, compared case-insensitively for ASCII letters exactly like SQLite's
-   * {@code lower()} (wire.md §2 v1 hop, §4.6), newest enrolled first.
+   * {@code lower()} (docs/protocol.md §2 v1 hop, §4.6), newest enrolled first.
    *
    * @param name the name as sent
    * @param limit most rows returned

@@ -1,7 +1,7 @@
 package io.mbxrelay.store;
 
 /**
- * What a host sees of itself in {@code info.you} (docs/protocol.md "Info").
+ * What a host sees of itself in {@code info.you} (docs/protocol.md §4.7).
  *
  * @param headSeq last allocated seq for the host, 0 if none
  * @param ackedThrough highest seq the host acked, 0 if none

@@ -1,7 +1,7 @@
 package io.mbxrelay.store;
 
 /**
- * One queued item row (docs/protocol.md "Store").
+ * One queued item row (docs/protocol.md §5).
  *
  * @param target the target key
  * @param seq its seq in the target's queue

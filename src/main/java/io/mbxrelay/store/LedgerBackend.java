@@ -36,7 +36,7 @@ public interface LedgerBackend extends AutoCloseable {
   /** The relay public key this store is pinned to (base64, 44 chars); every instance on the store serves it. */
   String relayPubkey();
 
-  /** The store epoch (a UUID v4 string, docs/protocol.md "Epoch"), fixed while the store is open. */
+  /** The store epoch (a UUID v4 string, docs/protocol.md §5), fixed while the store is open. */
   String epoch();
 
   /**
@@ -83,7 +83,7 @@ public interface LedgerBackend extends AutoCloseable {
 
   // ---- meta and ops log ----
 
-  /** Writes the heartbeat (ms since the epoch) of this relay (docs/protocol.md "Epoch / heartbeat"). */
+  /** Writes the heartbeat (ms since the epoch) of this relay (docs/protocol.md §5). */
   void putHeartbeat(long nowMs) throws StoreException;
 
   /** Appends to the ops log, keeping the newest 1,000 entries. */
@@ -103,8 +103,8 @@ public interface LedgerBackend extends AutoCloseable {
   /** Inserts or replaces (by key) a live enrolment row ({@code revokedAt} is ignored: the row is live). */
   void upsertEnrolment(Enrolment row) throws StoreException;
 
-  /** Marks a live key revoked; no effect when it is not live. */
-  void revoke(String hostPubkey, String atIso) throws StoreException;
+  /** Marks a live key revoked; false (no effect) when it is not live. */
+  boolean revoke(String hostPubkey, String atIso) throws StoreException;
 
   /** True when one of the keys has a revoked enrolment row. */
   boolean anyRevoked(List<String> keys) throws StoreException;

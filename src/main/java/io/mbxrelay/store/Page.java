@@ -3,7 +3,7 @@ package io.mbxrelay.store;
 import java.util.List;
 
 /**
- * A pull page (docs/protocol.md "Pull v2").
+ * A pull page (docs/protocol.md §3).
  *
  * @param headSeq last allocated seq for the target
  * @param items items in seq order, without the damaged ones

@@ -1,7 +1,7 @@
 package io.mbxrelay.store;
 
 /**
- * One stored item as pulled (docs/protocol.md "Pull v2").
+ * One stored item as pulled (docs/protocol.md §3).
  *
  * @param seq its seq
  * @param kind envelope, receipt or expired

@@ -2,7 +2,7 @@ package io.mbxrelay.store;
 
 import java.util.List;
 
-/** The stored outcome of one pushed item (wire.md §3 push v2, seed 000 §3). */
+/** The stored outcome of one pushed item (docs/protocol.md §3 push v2, §7.3). */
 public sealed interface PushOutcome {
 
   /**
@@ -23,10 +23,24 @@ public sealed interface PushOutcome {
   /**
    * Nothing was stored for this item.
    *
-   * @param reason the text after {@code rejected:} (e.g. {@code target not enrolled}, {@code conflict},
-   *     {@code quota:queue depth exceeded for alpha})
+   * @param reason why (its enum carries the wire text and the metric label)
+   * @param detail the text after the reason's own (a quota's which-and-whom, a bad envelope's shape problem), or null
    */
-  record Rejected(String reason) implements PushOutcome {}
+  record Rejected(RejectReason reason, String detail) implements PushOutcome {
+    public Rejected {
+      java.util.Objects.requireNonNull(reason);
+    }
+
+    /** A rejection found before the store (the HTTP edge's checks). */
+    public Rejected(RejectReason.Rejection r) {
+      this(r.reason(), r.detail());
+    }
+
+    /** The text after {@code rejected:} (e.g. {@code quota:queue depth exceeded for alpha}). */
+    public String wireText() {
+      return reason.wireText(detail);
+    }
+  }
 
   /**
    * One stored target.

@@ -3,7 +3,7 @@ package io.mbxrelay.store;
 import java.util.Objects;
 
 /**
- * Why one pushed item was refused (docs/protocol.md "Push v2", answered {@code rejected:<text>}): each reason carries
+ * Why one pushed item was refused (docs/protocol.md §3, answered {@code rejected:<text>}): each reason carries
  * its exact wire text, and {@link #metricLabel()} its bounded class for the {@code mbxrelay_items_rejected_total}
  * metric (host names and free text never become label values).
  */
@@ -30,7 +30,7 @@ public enum RejectReason {
   RECEIPT_NOT_SIGNED("receipt is not signed by the sending host", "receipt"),
   /** Same item id, different bytes. */
   CONFLICT("conflict", "conflict"),
-  /** Detail: which quota, e.g. {@code queue depth exceeded for alpha} (docs/protocol.md "Quota messages"). */
+  /** Detail: which quota, e.g. {@code queue depth exceeded for alpha} (docs/protocol.md §3 "Quota messages"). */
   QUOTA("quota:", "quota");
 
   private final String text;

@@ -19,7 +19,7 @@ public interface RelayReads extends AutoCloseable {
   Future<Optional<Enrolment>> enrolment(String hostPubkey);
 
   /**
-   * Live enrolments carrying a name, case-insensitively, newest enrolled first (docs/protocol.md "v1 hop").
+   * Live enrolments carrying a name, case-insensitively, newest enrolled first (docs/protocol.md §2).
    *
    * @param name the name as sent
    * @param limit most rows (callers ask for one more than they accept, to detect a crowded name)
@@ -30,7 +30,7 @@ public interface RelayReads extends AutoCloseable {
   Future<HostState> hostState(String hostPubkey);
 
   /**
-   * One pull page in a single consistent snapshot (docs/protocol.md "Pull v2").
+   * One pull page in a single consistent snapshot (docs/protocol.md §3).
    *
    * @param target the caller's key
    * @param after exclusive lower seq bound

@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * The relay's durable state (seed 000 §2): enrolments, items with dedup and seq allocation, acks, epoch and meta.
+ * The relay's durable state (docs/protocol.md §7.2): enrolments, items with dedup and seq allocation, acks, epoch and meta.
  * The protocol talks to its state only through this interface, so another backend can replace SQLite without
  * touching the protocol.
  *
@@ -16,12 +16,12 @@ import java.util.Optional;
 public interface RelayStore extends AutoCloseable {
 
   /**
-   * Current store schema version: 3 = the reference's 2 (wire.md §5) plus the deny list and enrolment clients tables
-   * (seed 000 §8 "Revocation"). A v2 store is migrated in place; the reference cannot open a v3 store.
+   * Current store schema version: 3 = the reference's 2 (docs/protocol.md §5) plus the deny list and enrolment clients tables
+   * (docs/protocol.md §7.8 "Revocation"). A v2 store is migrated in place; the reference cannot open a v3 store.
    */
   int SCHEMA_VERSION = 3;
 
-  /** The current epoch, a random UUID v4 string (wire.md §1). */
+  /** The current epoch, a random UUID v4 string (docs/protocol.md §1). */
   String epoch();
 
   /** The relay public key this store is pinned to (base64, 44 chars). */

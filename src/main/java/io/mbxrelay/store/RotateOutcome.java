@@ -1,6 +1,6 @@
 package io.mbxrelay.store;
 
-/** The stored outcome of a rotation record (wire.md §4.4). */
+/** The stored outcome of a rotation record (docs/protocol.md §4.4). */
 public sealed interface RotateOutcome {
   /**
    * Applied.

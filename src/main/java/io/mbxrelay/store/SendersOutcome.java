@@ -1,6 +1,6 @@
 package io.mbxrelay.store;
 
-/** The stored outcome of a sender allowlist (wire.md §4.3). */
+/** The stored outcome of a sender allowlist (docs/protocol.md §4.3). */
 public enum SendersOutcome {
   /** Stored; it replaces any older list. */
   STORED,

@@ -8,7 +8,7 @@ import io.vertx.core.eventbus.Message;
 import java.util.Objects;
 
 /**
- * Facade over the event bus for write commands (STYLE "writes ─► StoreClient ─event bus─► StoreWriterVerticle").
+ * Facade over the event bus for write commands (docs/architecture.md, the diagram: writes ─► StoreClient ─event bus─► StoreWriterVerticle).
  * Safe on any event loop.
  *
  * <p>Failures: the future fails with a {@link io.vertx.core.eventbus.ReplyException}: failure code 503 (store

@@ -5,7 +5,7 @@ import java.util.Objects;
 import java.util.OptionalLong;
 
 /**
- * A write command for the single writer (STYLE "One writer"). Each command runs inside its own savepoint of a
+ * A write command for the single writer (docs/architecture.md "One writer"). Each command runs inside its own savepoint of a
  * (possibly shared) transaction; its result is handed back only after the transaction committed.
  *
  * @param <R> the result type of the command
@@ -16,7 +16,7 @@ public sealed interface StoreCommand<R>
     // trust commands (issue 3): allowlist, enc-key ads, rotation, deny list
     StoreCommand.PublishSenders, StoreCommand.PublishEncAdV1, StoreCommand.PublishEncAdV2, StoreCommand.Rotate,
     StoreCommand.Deny, StoreCommand.Undeny,
-    // v1 compatibility (wire.md §3 "v1 endpoints")
+    // v1 compatibility (docs/protocol.md §3 "v1 endpoints")
     StoreCommand.PushV1, StoreCommand.AckV1, StoreCommand.SetAsideDamaged {
 
   /**
@@ -48,8 +48,8 @@ public sealed interface StoreCommand<R>
   }
 
   /**
-   * Stores one pushed item for all its targets, all or nothing (wire.md §3 push v2, step 5 database checks and step
-   * 6; seed 000 §3).
+   * Stores one pushed item for all its targets, all or nothing (docs/protocol.md §3 push v2, step 5 database checks and step
+   * 6; docs/protocol.md §7.3).
    *
    * @param senderPubkey the authenticated caller's host key
    * @param senderHost the caller's stored host name (kept in {@code items.sender_host})
@@ -88,7 +88,7 @@ public sealed interface StoreCommand<R>
   }
 
   /**
-   * The items of one push request, all from the same sender, stored in request order in one transaction (wire.md §3
+   * The items of one push request, all from the same sender, stored in request order in one transaction (docs/protocol.md §3
    * push v2 steps 5–6): each item all or nothing over its targets and independent of the others. The HTTP layer sends
    * one batch per request, so group commit takes whole requests and a request costs one event-bus message.
    *
@@ -130,23 +130,23 @@ public sealed interface StoreCommand<R>
    * @param wire decoded wire bytes, or {@code null} when {@code precheckFailure} is set
    * @param wireHash lowercase hex SHA-256 of {@code wire}, or {@code null} with the wire
    * @param precheckFailure the reject reason found by the event loop's checks for this target (duplicate target, bad
-   *     wire, size, content), which wire.md orders after the enrolment and allowlist checks, or {@code null}
+   *     wire, size, content), which docs/protocol.md §3 orders after the enrolment and allowlist checks, or {@code null}
    */
-  record Target(String hostPubkey, byte[] wire, String wireHash, String precheckFailure) {
+  record Target(String hostPubkey, byte[] wire, String wireHash, RejectReason.Rejection precheckFailure) {
     public Target {
       Objects.requireNonNull(hostPubkey);
     }
   }
 
   /**
-   * Enrols (or re-enrols) a host key after its challenge signature and the authority check (wire.md §4.1).
+   * Enrols (or re-enrols) a host key after its challenge signature and the authority check (docs/protocol.md §4.1).
    *
    * @param hostName label from the request (HOST_RE)
    * @param hostPubkey the key
    * @param ownerFp unproven owner claim
    * @param account proven account or {@code null}
    * @param authorizedBy authority name or {@code null}
-   * @param clientId the account token's {@code client_id} (deny list key, seed 000 §8), or {@code null}
+   * @param clientId the account token's {@code client_id} (deny list key, docs/protocol.md §7.8), or {@code null}
    * @param org the account token's {@code org}, or {@code null}
    */
   record Enrol(String hostName, String hostPubkey, String ownerFp, String account, String authorizedBy,
@@ -163,7 +163,7 @@ public sealed interface StoreCommand<R>
   }
 
   /**
-   * Transport ack of a target's items (wire.md §3 ack v2).
+   * Transport ack of a target's items (docs/protocol.md §3 ack v2).
    *
    * @param targetPubkey the authenticated caller
    * @param epoch the epoch the caller names ({@code ""} when absent)
@@ -177,7 +177,7 @@ public sealed interface StoreCommand<R>
   }
 
   /**
-   * Writes {@code meta.heartbeat} = now (wire.md §5 "Epoch / heartbeat").
+   * Writes {@code meta.heartbeat} = now (docs/protocol.md §5 "Epoch / heartbeat").
    */
   record Heartbeat() implements StoreCommand<Long> {
     @Override
@@ -198,7 +198,7 @@ public sealed interface StoreCommand<R>
     }
   }
 
-  // ---- retention (seed 000 §6, wire.md §4.10, §5 "Sweep") ----
+  // ---- retention (docs/protocol.md §7.6, §4.10, §5 "Sweep") ----
 
   /**
    * One bounded sweep transaction: deletes at most {@code maxRows} items whose {@code expires_at ≤ now} (ordered by
@@ -207,7 +207,7 @@ public sealed interface StoreCommand<R>
    * queue is over the target caps).
    *
    * @param nowMs sweep time (ms since the epoch)
-   * @param maxRows most items deleted in this transaction (wire.md §3: 500)
+   * @param maxRows most items deleted in this transaction (docs/protocol.md §3: 500)
    * @param signer signs the canonical notice bytes with the relay key, returning the base64 signature
    */
   record SweepBatch(long nowMs, int maxRows, java.util.function.Function<byte[], String> signer)
@@ -219,7 +219,7 @@ public sealed interface StoreCommand<R>
   }
 
   /**
-   * Deletes at most {@code maxRows} dedup rows older than the horizon whose item no longer exists (wire.md §5:
+   * Deletes at most {@code maxRows} dedup rows older than the horizon whose item no longer exists (docs/protocol.md §5:
    * horizon = retention + 7 days).
    *
    * @param beforeIso dedup rows with {@code accepted_at} before this ISO time are candidates
@@ -233,7 +233,7 @@ public sealed interface StoreCommand<R>
   }
 
   /**
-   * Appends an entry to the ops log (last 1,000 kept; wire.md §5 "ops").
+   * Appends an entry to the ops log (last 1,000 kept; docs/protocol.md §5 "ops").
    *
    * @param op short op name, e.g. {@code sweep}
    * @param receiptJson the receipt JSON text
@@ -248,7 +248,7 @@ public sealed interface StoreCommand<R>
   // ---- trust commands (issue 3). All run on the writer thread only, each in its own savepoint. ----
 
   /**
-   * Stores a target's sender allowlist (wire.md §4.3) unless a list with the same or a newer {@code iat} is stored.
+   * Stores a target's sender allowlist (docs/protocol.md §4.3) unless a list with the same or a newer {@code iat} is stored.
    *
    * @param targetPubkey the authenticated caller (= {@code list.host_pubkey})
    * @param senders the listed sender keys, deduplicated, in first-seen order (≤ max_senders)
@@ -274,7 +274,7 @@ public sealed interface StoreCommand<R>
   }
 
   /**
-   * Stores a v1 enc-key ad (wire.md §4.2), already verified. Result: {@code true}.
+   * Stores a v1 enc-key ad (docs/protocol.md §4.2), already verified. Result: {@code true}.
    *
    * @param hostPubkey the caller
    * @param hostName the caller's enrolled name (the ad signs it)
@@ -290,7 +290,7 @@ public sealed interface StoreCommand<R>
   }
 
   /**
-   * Stores a v2 enc-key ad record (wire.md §4.2), already verified. Result: {@code true} when stored, {@code false} when
+   * Stores a v2 enc-key ad record (docs/protocol.md §4.2), already verified. Result: {@code true} when stored, {@code false} when
    * it is not newer than the stored ad (issue 11 item 13).
    *
    * @param hostPubkey the caller (= {@code ad.host_pubkey})
@@ -305,7 +305,7 @@ public sealed interface StoreCommand<R>
   }
 
   /**
-   * Applies a verified rotation record in one transaction (wire.md §4.4; seed 000 §2 "Rotation"): revoke the old key,
+   * Applies a verified rotation record in one transaction (docs/protocol.md §4.4; §7.2 "Rotation"): revoke the old key,
    * upsert the new one with the old name, owner_fp and account, re-sequence the old queue under the new key (dedup
    * rows follow), drop the old ads, move the old allowlist and swap old→new in other allowlists.
    *
@@ -321,7 +321,7 @@ public sealed interface StoreCommand<R>
   }
 
   /**
-   * Adds a deny-list entry and revokes every live enrolment it matches (seed 000 §8 "Revocation").
+   * Adds a deny-list entry and revokes every live enrolment it matches (docs/protocol.md §7.8 "Revocation").
    *
    * @param kind {@code host_fp} or {@code client_id}
    * @param value a canonical fingerprint ({@code xxxx-xxxx-xxxx-xxxx}) or a client id
@@ -353,7 +353,7 @@ public sealed interface StoreCommand<R>
     }
   }
 
-  // ---- v1 compatibility (wire.md §3 "v1 endpoints (kept for one release)") ----
+  // ---- v1 compatibility (docs/protocol.md §3 "v1 endpoints") ----
 
   /**
    * One v1 envelope push, all or nothing over its recipient hosts: the allowlist per target in order; then, unless

@@ -2,7 +2,7 @@ package io.mbxrelay.store;
 
 /**
  * A store operation failed for a reason other than an expected outcome: I/O error, disk full, corruption, a bug.
- * {@link #kind()} tells the caller how to answer (STYLE "Durable before reply").
+ * {@link #kind()} tells the caller how to answer (docs/architecture.md "Durable before reply").
  */
 public final class StoreException extends Exception {
   private static final long serialVersionUID = 1L;

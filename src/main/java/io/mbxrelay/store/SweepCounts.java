@@ -1,7 +1,7 @@
 package io.mbxrelay.store;
 
 /**
- * What one sweep transaction did (wire.md §5 "Sweep" receipt fields).
+ * What one sweep transaction did (docs/protocol.md §5 "Sweep" receipt fields).
  *
  * @param rows items deleted (all kinds)
  * @param envelopes expired envelopes deleted

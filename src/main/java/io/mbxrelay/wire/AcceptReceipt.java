@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * The relay's accept receipt and the push result that carries it (wire.md §3 "Success result", §4.5): the canonical
+ * The relay's accept receipt and the push result that carries it (docs/protocol.md §3 "Success result", §4.5): the canonical
  * bytes the relay signs, and the result object as {@code JSON.stringify} writes it. Written field by field rather than
  * through a JSON tree because a push answers up to 200 of them and each is signed: the output is byte-identical to
  * {@link CanonicalJson#canonicalize} of the same object (tested against the generic writer and the vectors).
@@ -40,7 +40,7 @@ public record AcceptReceipt(String relayPubkey, String epoch, String senderPubke
 
   /**
    * The signed form: canonical JSON, keys {@code at,epoch,item_id,relay_pubkey,sender_pubkey,targets,type,v} and
-   * {@code host_pubkey,seq,wire_hash} per target (wire.md §1 "Fixed canonical key orders").
+   * {@code host_pubkey,seq,wire_hash} per target (docs/protocol.md §1 "Fixed canonical key orders").
    *
    * @return UTF-8 bytes to sign
    */
@@ -112,7 +112,7 @@ public record AcceptReceipt(String relayPubkey, String epoch, String senderPubke
   }
 
   /**
-   * Appends a refused item's result {@code {item_id, status:"rejected:<why>", targets:[]}} (wire.md §3).
+   * Appends a refused item's result {@code {item_id, status:"rejected:<why>", targets:[]}} (docs/protocol.md §3).
    *
    * @param itemId the item id echoed ({@code ""} when it was not a string)
    * @param why the reason after {@code rejected:}

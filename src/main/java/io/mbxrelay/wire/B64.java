@@ -5,7 +5,7 @@ import java.util.Base64;
 import java.util.Optional;
 
 /**
- * Base64 rules of the wire ({@code wire.md §1} "Encodings"): standard padded output, the
+ * Base64 rules of the wire ({@code docs/protocol.md §1} "Encodings"): standard padded output, the
  * {@code ^[A-Za-z0-9+/]+={0,2}$} input check (matched by a linear scan, not a regex), and a decoder as lenient as Node's
  * {@code Buffer.from(s, 'base64')}. Stateless and thread-safe.
  */
@@ -47,7 +47,7 @@ public final class B64 {
 
   /**
    * The wire's base64 input check: the whole string matches {@code ^[A-Za-z0-9+/]+={0,2}$} (non-empty; the
-   * length modulo 4 is deliberately not checked, as in the reference). {@code wire.md §1} "wire_b64".
+   * length modulo 4 is deliberately not checked, as in the reference). {@code docs/protocol.md §1} "wire_b64".
    *
    * @param s the text, may be null (→ false)
    * @return whether it passes the check
@@ -124,7 +124,7 @@ public final class B64 {
 
   /**
    * A relay "pubkey" field: a 44-character string matching {@link #isStdB64(String)} that decodes to 32
-   * bytes ({@code wire.md §1} "Ed25519 keys").
+   * bytes ({@code docs/protocol.md §1} "Ed25519 keys").
    *
    * @param s the text, may be null (→ false)
    * @return whether it is a valid public key string

@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.nio.charset.StandardCharsets;
 
 /**
- * Canonical JSON, the input of every signature ({@code wire.md §1} "Canonical JSON"): recursive, no
+ * Canonical JSON, the input of every signature ({@code docs/protocol.md §1} "Canonical JSON"): recursive, no
  * whitespace, object keys sorted by UTF-16 code units ({@link String#compareTo}), numbers in ECMAScript
  * {@code Number::toString} form (every number is treated as a double, like JS), strings escaped as ES2019
  * {@code JSON.stringify}. Equals RFC 8785 (JCS) output for JSON input.
@@ -42,8 +42,8 @@ public final class CanonicalJson {
   /**
    * The inside of a JSON string (no quotes) holding well-formed UTF-8 text, as bytes: exactly the UTF-8 bytes of what
    * {@link #canonicalize} writes between the quotes for that text. Only {@code "}, backslash and C0 controls change
-   * (ES2019 escaping, wire.md §1); everything else is copied, since well-formed UTF-8 holds no lone surrogate. Used to
-   * build the signed hop text straight from a request body's bytes (wire.md §2).
+   * (ES2019 escaping, docs/protocol.md §1); everything else is copied, since well-formed UTF-8 holds no lone surrogate. Used to
+   * build the signed hop text straight from a request body's bytes (docs/protocol.md §2).
    *
    * @param utf8 well-formed UTF-8 ({@link Utf8#isValid(byte[])}); other input gives a meaningless result
    * @return the escaped bytes

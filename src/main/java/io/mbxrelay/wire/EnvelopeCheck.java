@@ -6,7 +6,7 @@ import java.util.Set;
 import java.util.regex.Pattern;
 
 /**
- * The envelope shape check of {@code wire.md §4.9}: structural validation of anything that claims to be a v3
+ * The envelope shape check of {@code docs/protocol.md §4.9}: structural validation of anything that claims to be a v3
  * envelope, with the exact reason texts of the reference (they travel as {@code rejected:bad envelope: <reason>}).
  *
  * <p>Rules run in the spec's order and the first failure wins. Lengths are UTF-16 code units
@@ -55,7 +55,7 @@ public final class EnvelopeCheck {
   private static final int MAX_REF = 2048;
   private static final int MAX_RELAY_DEPTH = 1000;
   private static final Pattern ULID = Pattern.compile("[0-9A-HJKMNP-TV-Z]{26}");
-  /** Agent names, also used by the receipt check ({@code wire.md §4.8}). */
+  /** Agent names, also used by the receipt check ({@code docs/protocol.md §4.8}). */
   static final Pattern NAME_RE = Pattern.compile("[a-z0-9][a-z0-9-]{1,39}");
   private static final Pattern CONTROL = Pattern.compile("[\\u0000-\\u001f\\u007f\\u0085\\u2028\\u2029]");
   private static final String[] GRANT_FIELDS = {"id", "iss", "sub", "agent", "host", "iat", "exp", "nonce", "sig"};

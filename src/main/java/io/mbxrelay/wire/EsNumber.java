@@ -6,7 +6,7 @@ import java.math.RoundingMode;
 
 /**
  * ECMAScript {@code Number::toString(10)} for doubles (ECMA-262 §6.1.6.1.20), the number form used by
- * {@code JSON.stringify} and therefore by canonical JSON ({@code wire.md §1}).
+ * {@code JSON.stringify} and therefore by canonical JSON ({@code docs/protocol.md §1}).
  *
  * <p>Why our own: canonical JSON is the input of every signature, so it must match the JS reference byte for
  * byte. Java 17's {@link Double#toString(double)} does not always produce the shortest round-trip digits
@@ -24,7 +24,7 @@ public final class EsNumber {
   /**
    * Formats {@code value} exactly like JS {@code String(value)}: {@code 1.0} → {@code 1}, {@code -0} →
    * {@code 0}, {@code 1e21} → {@code 1e+21}, {@code 1.5e-7} → {@code 1.5e-7}, {@code 1e20} →
-   * {@code 100000000000000000000}. Source: {@code wire.md §1} "Canonical JSON".
+   * {@code 100000000000000000000}. Source: {@code docs/protocol.md §1} "Canonical JSON".
    *
    * @param value any finite double
    * @return the ES string form

@@ -4,7 +4,7 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 
-/** Digests used on the wire ({@code wire.md §1} "wire_hash"). Stateless and thread-safe. */
+/** Digests used on the wire ({@code docs/protocol.md §1} "wire_hash"). Stateless and thread-safe. */
 public final class Hashes {
 
   private Hashes() {}

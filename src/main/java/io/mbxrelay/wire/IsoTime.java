@@ -11,7 +11,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * ISO-8601 timestamps as the JS reference writes and reads them ({@code wire.md §1} "Timestamps", §4.8).
+ * ISO-8601 timestamps as the JS reference writes and reads them ({@code docs/protocol.md §1} "Timestamps", §4.8).
  * Stateless and thread-safe.
  */
 public final class IsoTime {
@@ -118,7 +118,7 @@ public final class IsoTime {
   }
 
   /**
-   * The receipt {@code at} check ({@code wire.md §4.8}): zod 4 {@code datetime()} with default options — a
+   * The receipt {@code at} check ({@code docs/protocol.md §4.8}): zod 4 {@code datetime()} with default options — a
    * real calendar date, {@code THH:mm:ss}, optional fraction of any precision, ending in {@code Z}, no offset.
    * Decision: seconds are required (newer zod 4 releases require them; the spec leaves minute-only precision
    * unverified, and clients always send {@code toISOString()} output), i.e. the stricter reading.

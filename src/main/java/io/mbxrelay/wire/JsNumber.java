@@ -6,7 +6,7 @@ import java.util.OptionalLong;
 
 /**
  * JavaScript {@code Number(x)} coercion for request fields the reference reads with {@code Number()} and
- * {@code Math.floor} (wire.md §3 pull {@code after}/{@code limit}, ack {@code through}, v1 {@code cursor}; §2
+ * {@code Math.floor} (docs/protocol.md §3 pull {@code after}/{@code limit}, ack {@code through}, v1 {@code cursor}; §2
  * {@code x-mbx-ts} through {@link io.mbxrelay.crypto.HopText#parseTs}). Own code because the coercion rules are part
  * of the wire contract.
  *

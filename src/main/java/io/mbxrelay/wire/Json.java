@@ -8,7 +8,7 @@ import com.fasterxml.jackson.databind.json.JsonMapper;
 
 /**
  * Plain JSON in and out, with the semantics of JS {@code JSON.parse} / {@code JSON.stringify} that the
- * reference implementation uses for HTTP bodies ({@code wire.md §1}, last paragraph of "Canonical JSON").
+ * reference implementation uses for HTTP bodies ({@code docs/protocol.md §1}, last paragraph of "Canonical JSON").
  *
  * <p>Parsing is strict JSON (no comments, single quotes, trailing commas, NaN, leading zeros, BOM or trailing
  * content); a duplicate key keeps its first position and its last value, as in JS. Jackson's default

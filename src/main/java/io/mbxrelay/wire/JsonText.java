@@ -9,7 +9,7 @@ import java.util.Map;
 /**
  * The one JSON text writer behind {@link Json#stringify(Object)} and {@link CanonicalJson}: JS number form
  * ({@link EsNumber}) and ES2019 {@code JSON.stringify} string escaping, no whitespace; keys either in
- * insertion order or sorted by UTF-16 code units. Source: {@code wire.md §1}. Stateless, thread-safe.
+ * insertion order or sorted by UTF-16 code units. Source: {@code docs/protocol.md §1}. Stateless, thread-safe.
  */
 final class JsonText {
 

@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * The spellings of an Ed25519 public key ({@code wire.md §1} "Ed25519 keys"; issue 11 item 4). A 32-byte key is 43
+ * The spellings of an Ed25519 public key ({@code docs/protocol.md §1} "Ed25519 keys"; issue 11 item 4). A 32-byte key is 43
  * base64 characters plus one {@code =}; the 43rd character carries 4 key bits and 2 unused bits, so every key has 4
  * spellings that pass {@link B64#isPubkey(String)} and decode to the same bytes. Node emits only the one with the
  * unused bits zero (the <em>canonical</em> spelling, what {@link B64#encode} gives); the others come only from

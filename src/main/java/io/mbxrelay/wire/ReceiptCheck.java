@@ -6,12 +6,12 @@ import java.util.Set;
 import java.util.regex.Pattern;
 
 /**
- * The delivery receipt record of {@code wire.md §4.8} ({@code kind:"receipt"} items carry
+ * The delivery receipt record of {@code docs/protocol.md §4.8} ({@code kind:"receipt"} items carry
  * {@code {rec, sig}}), checked as strictly as the reference zod schema. Stateless and thread-safe.
  */
 public final class ReceiptCheck {
 
-  /** Host names ({@code wire.md §3} "Other constants"). */
+  /** Host names ({@code docs/protocol.md §3} "Other constants"). */
   public static final Pattern HOST_RE = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
   /** Receipt states, lowest first. */
   public static final Set<String> STATES = Set.of("delivered", "notified", "read", "acked");

@@ -4,7 +4,7 @@ package io.mbxrelay.wire;
  * UTF-8 decoding exactly as Node's {@code buffer.toString('utf8')} (the WHATWG Encoding Standard decoder): each
  * maximal invalid subpart becomes one U+FFFD. Java's own decoder differs on some inputs (for example it turns
  * the encoded surrogate {@code ED A0 80} into one U+FFFD where Node produces three), and the decoded text feeds
- * signatures (the hop's raw body, {@code wire.md §2}) and validation ({@code wire.md §3}), so it must match.
+ * signatures (the hop's raw body, {@code docs/protocol.md §2}) and validation ({@code docs/protocol.md §3}), so it must match.
  * A leading BOM is kept, as Node keeps it. Stateless and thread-safe.
  */
 public final class Utf8 {

@@ -5,7 +5,7 @@ import io.mbxrelay.crypto.Ed25519;
 import java.util.Optional;
 
 /**
- * The content check of a pushed item ({@code wire.md §3} "Content check (checkWire)"), run per target after
+ * The content check of a pushed item ({@code docs/protocol.md §3} "Content check (checkWire)"), run per target after
  * the size check. Returns the reject reason, i.e. the text after {@code rejected:}. Stateless and thread-safe.
  */
 public final class WireCheck {

@@ -45,7 +45,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Account-token enrolment against a local JWKS served by a test Vert.x HTTP server, with tokens minted by Nimbus
- * (issue 3 item 3; seed 000 §8; docs/account-tokens.md). Time is a {@link MutableClock}: the unknown-kid refresh
+ * (issue 3 item 3; docs/protocol.md §7.8; docs/account-tokens.md). Time is a {@link MutableClock}: the unknown-kid refresh
  * interval and the JWKS cache lifetime are stepped over, never slept through.
  */
 class AccountTokenEnrolmentTest {

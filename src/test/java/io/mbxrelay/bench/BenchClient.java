@@ -31,9 +31,9 @@ import java.util.function.LongConsumer;
 
 /**
  * The load generator's HTTP side: one Vert.x instance with an event loop per core, one pooled keep-alive HTTP/1.1
- * {@link HttpClientAgent} towards the relay, signed hops built as wire.md §2 says (the fast
+ * {@link HttpClientAgent} towards the relay, signed hops built as docs/protocol.md §2 says (the fast
  * {@link HopText#signedBytes} text, BouncyCastle Ed25519 through {@link io.mbxrelay.crypto.Ed25519KeyPair}), the
- * enrolment calls of wire.md §4.1, and an open-loop scheduler that starts requests on a fixed timetable on the event
+ * enrolment calls of docs/protocol.md §4.1, and an open-loop scheduler that starts requests on a fixed timetable on the event
  * loops. Every request's answer is handled on the event loop that sent it.
  */
 final class BenchClient implements AutoCloseable {
@@ -137,7 +137,7 @@ final class BenchClient implements AutoCloseable {
     return p.future();
   }
 
-  /** Challenge + signed enrolment of one host (wire.md §4.1); fails with the relay's answer unless both are 200. */
+  /** Challenge + signed enrolment of one host (docs/protocol.md §4.1); fails with the relay's answer unless both are 200. */
   Future<Void> enrol(BenchHosts.Host h) {
     ObjectNode c = Json.MAPPER.createObjectNode().put("host", h.name()).put("pubkey", h.pub());
     return send(HttpMethod.POST, "/v1/relay/challenge", Json.stringify(c).getBytes(StandardCharsets.UTF_8), null,

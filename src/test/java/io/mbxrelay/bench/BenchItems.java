@@ -8,7 +8,7 @@ import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * Push bodies for the hosted-relay benchmark: sealed envelopes of the shape {@link Envelopes#sealed(String, int)}
- * builds (the relay checks it, wire.md §4.9), made cheaply enough for a million items. A few envelopes with random
+ * builds (the relay checks it, docs/protocol.md §4.9), made cheaply enough for a million items. A few envelopes with random
  * ciphertext are built once by {@code Envelopes}; each item takes one of them with its own id (the relay never looks
  * inside the ciphertext, and dedup is by {@code (sender, item_id, target)}). Ids are ULID-shaped like
  * {@link Envelopes#newId()} but drawn from {@link ThreadLocalRandom} (SecureRandom costs ~25 µs per id). Thread-safe.
@@ -64,7 +64,7 @@ final class BenchItems {
   record Target(String itemId, String hostPubkey) {}
 
   /**
-   * A push body {@code {"items":[{kind:"envelope",item_id,targets:[{host_pubkey,wire_b64}]},…]}} (wire.md §3), one
+   * A push body {@code {"items":[{kind:"envelope",item_id,targets:[{host_pubkey,wire_b64}]},…]}} (docs/protocol.md §3), one
    * target per item, as UTF-8 bytes.
    */
   byte[] pushBody(List<Target> items) {

@@ -64,6 +64,13 @@ final class BenchRelayProcess implements AutoCloseable {
     int admin = freePort();
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    String work = System.getProperty("bench.work");
+    if (work != null) {
+      // the native library copy and Vert.x cache go into the work dir, which scripts/bench-hosted removes even when
+      // it had to kill the relay (a killed JVM leaves them behind)
+      cmd.add("-Dorg.sqlite.tmpdir=" + work);
+      cmd.add("-Dvertx.cacheDirBase=" + Path.of(work, "vertx-cache"));
+    }
     for (String o : jvmOpts.trim().split("\\s+")) {
       if (!o.isEmpty()) {
         cmd.add(o);

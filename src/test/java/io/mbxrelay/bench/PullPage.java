@@ -9,7 +9,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * What the benchmark needs from a pull answer (wire.md §3 {@code {epoch, head_seq, items:[{seq, kind, item_id,
+ * What the benchmark needs from a pull answer (docs/protocol.md §3 {@code {epoch, head_seq, items:[{seq, kind, item_id,
  * sender_pubkey, wire_b64}], last_seq, more}}): read with Jackson's streaming parser, which skips the wire bytes
  * without building strings, so a page of hundreds of items costs the generator little.
  *

@@ -37,6 +37,14 @@ public final class RelayBench {
     int perRequest = args.length > 2 ? Integer.parseInt(args[2]) : 1;
     int bodyBytes = args.length > 3 ? Integer.parseInt(args[3]) : 1024;
     Path dir = Files.createTempDirectory("mbxrelay-bench");
+    try {
+      run(dir, senders, perSender, perRequest, bodyBytes);
+    } finally {
+      io.mbxrelay.testing.ChildTmp.deleteTree(dir); // the bench leaves no store behind
+    }
+  }
+
+  private static void run(Path dir, int senders, int perSender, int perRequest, int bodyBytes) throws Exception {
     System.out.printf("mbxrelay bench: %d senders x %d items, %d item(s) per request, ~%d B sealed body, store %s%n",
         senders, perSender, perRequest, bodyBytes, dir);
     String external = System.getProperty("bench.url");

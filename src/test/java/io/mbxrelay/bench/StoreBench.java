@@ -35,42 +35,46 @@ public final class StoreBench {
     for (String b : batches) {
       int batch = Integer.parseInt(b.trim());
       Path dir = Files.createTempDirectory("mbxrelay-storebench");
-      try (SqliteRelayStore store = SqliteRelayStore.open(dir, Ed25519KeyPair.generate().publicKeyB64(),
-          Clock.systemUTC(), limits, 5000, 0)) {
-        String sender = Ed25519KeyPair.generate().publicKeyB64();
-        String target = Ed25519KeyPair.generate().publicKeyB64();
-        store.execute(new StoreCommand.Enrol("s", sender, "", null, null));
-        store.execute(new StoreCommand.Enrol("t", target, "", null, null));
-        io.mbxrelay.store.sqlite.CommitWatermark wm = watermark.equals("none") ? null
-            : io.mbxrelay.store.sqlite.CommitWatermark.start(dir, store.epoch(), store.commits(),
-                watermark.equals("sync") ? 0 : Long.parseLong(watermark), Clock.systemUTC(), (n, ok) -> {});
-        if (wm != null && !watermark.equals("sync")) {
-          store.onCommit(wm::committed);
-        }
-        byte[] wire = Envelopes.sealed(Envelopes.newId(), 1024);
-        String hash = Hashes.sha256Hex(wire);
-        long start = System.nanoTime();
-        int done = 0;
-        int txs = 0;
-        while (done < items) {
-          List<StoreCommand<?>> cmds = new ArrayList<>();
-          for (int i = 0; i < batch && done < items; i++, done++) {
-            cmds.add(new StoreCommand.Push(sender, "s", "envelope", "id" + done,
-                List.of(new StoreCommand.Target(target, wire, hash, null))));
+      try {
+        try (SqliteRelayStore store = SqliteRelayStore.open(dir, Ed25519KeyPair.generate().publicKeyB64(),
+            Clock.systemUTC(), limits, 5000, 0)) {
+          String sender = Ed25519KeyPair.generate().publicKeyB64();
+          String target = Ed25519KeyPair.generate().publicKeyB64();
+          store.execute(new StoreCommand.Enrol("s", sender, "", null, null));
+          store.execute(new StoreCommand.Enrol("t", target, "", null, null));
+          io.mbxrelay.store.sqlite.CommitWatermark wm = watermark.equals("none") ? null
+              : io.mbxrelay.store.sqlite.CommitWatermark.start(dir, store.epoch(), store.commits(),
+                  watermark.equals("sync") ? 0 : Long.parseLong(watermark), Clock.systemUTC(), (n, ok) -> {});
+          if (wm != null && !watermark.equals("sync")) {
+            store.onCommit(wm::committed);
           }
-          store.execute(cmds);
-          if (wm != null && watermark.equals("sync")) {
-            wm.committed(store.commits());
-            wm.flush(); // fsync on the writer thread before the replies could go out
+          byte[] wire = Envelopes.sealed(Envelopes.newId(), 1024);
+          String hash = Hashes.sha256Hex(wire);
+          long start = System.nanoTime();
+          int done = 0;
+          int txs = 0;
+          while (done < items) {
+            List<StoreCommand<?>> cmds = new ArrayList<>();
+            for (int i = 0; i < batch && done < items; i++, done++) {
+              cmds.add(new StoreCommand.Push(sender, "s", "envelope", "id" + done,
+                  List.of(new StoreCommand.Target(target, wire, hash, null))));
+            }
+            store.execute(cmds);
+            if (wm != null && watermark.equals("sync")) {
+              wm.committed(store.commits());
+              wm.flush(); // fsync on the writer thread before the replies could go out
+            }
+            txs++;
           }
-          txs++;
+          double secs = (System.nanoTime() - start) / 1e9;
+          if (wm != null) {
+            wm.close();
+          }
+          System.out.printf("store push: %d items, %d per transaction (%d transactions), watermark %s: %.2f s ="
+              + " %.0f items/s, %.3f ms per item%n", items, batch, txs, watermark, secs, items / secs, secs * 1000 / items);
         }
-        double secs = (System.nanoTime() - start) / 1e9;
-        if (wm != null) {
-          wm.close();
-        }
-        System.out.printf("store push: %d items, %d per transaction (%d transactions), watermark %s: %.2f s ="
-            + " %.0f items/s, %.3f ms per item%n", items, batch, txs, watermark, secs, items / secs, secs * 1000 / items);
+      } finally {
+        io.mbxrelay.testing.ChildTmp.deleteTree(dir); // the bench leaves no store behind
       }
     }
   }

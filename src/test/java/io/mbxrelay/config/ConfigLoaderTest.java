@@ -184,4 +184,34 @@ class ConfigLoaderTest {
         .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.violations()).containsExactly(
             "store.url is set but store.backend is \"sqlite\" (set store.backend to \"postgresql\" to use it)"));
   }
+
+  @Test
+  void a_log_level_logback_would_read_as_debug_is_refused_and_a_known_one_in_any_case_is_taken() throws Exception {
+    // issue 12 item 5: MBX_RELAY_LOG_LEVEL=bogus used to start the relay at DEBUG (logback's fallback)
+    assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("MBX_RELAY_LOG_LEVEL", "bogus")))
+        .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.violations()).containsExactly(
+            "log.level (MBX_RELAY_LOG_LEVEL) must be one of TRACE, DEBUG, INFO, WARN, ERROR, OFF (is bogus)"));
+    assertThat(ConfigLoader.load(null, Map.of()).log().level()).isEqualTo("INFO");
+    assertThat(ConfigLoader.load(null, Map.of("MBX_RELAY_LOG_LEVEL", "warn")).log().level()).isEqualTo("warn");
+  }
+
+  @Test
+  void the_shutdown_grace_period_defaults_to_5_s_and_is_range_checked() throws Exception {
+    assertThat(ConfigLoader.load(null, Map.of()).http().shutdownGraceMs()).isEqualTo(5000);
+    assertThat(ConfigLoader.load(null, Map.of("MBX_RELAY_HTTP_SHUTDOWN_GRACE_MS", "0")).http().shutdownGraceMs())
+        .isZero();
+    assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("MBX_RELAY_HTTP_SHUTDOWN_GRACE_MS", "-1")))
+        .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.violations())
+            .containsExactly("http.shutdownGraceMs must be between 0 and 600000 (is -1)"));
+  }
+
+  @Test
+  void an_admin_port_equal_to_the_relay_port_is_a_violation_and_port_0_never_is() throws Exception {
+    RelayConfig c = ConfigLoader.load(null, Map.of("MBX_RELAY_ADMIN_PORT", "7374"));
+    assertThat(ConfigLoader.portViolations(c, 7374)).singleElement().asString()
+        .startsWith("admin.port (MBX_RELAY_ADMIN_PORT) must differ from the relay port (--port or $PORT); both are"
+            + " 7374");
+    assertThat(ConfigLoader.portViolations(c, 8000)).isEmpty();
+    assertThat(ConfigLoader.portViolations(ConfigLoader.load(null, Map.of("MBX_RELAY_ADMIN_PORT", "0")), 0)).isEmpty();
+  }
 }

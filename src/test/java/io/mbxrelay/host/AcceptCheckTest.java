@@ -11,7 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
 
-/** wire.md §4.5: each check of the sender's accept receipt, on results built and signed like the relay does. */
+/** docs/protocol.md §4.5: each check of the sender's accept receipt, on results built and signed like the relay does. */
 class AcceptCheckTest {
 
   final Ed25519KeyPair relay = Ed25519KeyPair.generate();

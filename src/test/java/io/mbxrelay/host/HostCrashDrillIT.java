@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Receiver crash windows of seed 000 §5 with the HOST as a real child process halted at a named point
+ * Receiver crash windows of docs/protocol.md §7.5 with the HOST as a real child process halted at a named point
  * ({@link HostDrillMain}, {@code MBX_HOST_TEST_CRASH}) against a real relay.
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
@@ -63,18 +63,24 @@ class HostCrashDrillIT {
   record Result(int exit, String out) {}
 
   Result runHost(String crash) throws Exception {
-    List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "-cp", System.getProperty("java.class.path"), HostDrillMain.class.getName(), keyFile.toString(),
+    io.mbxrelay.testing.ChildTmp tmp = io.mbxrelay.testing.ChildTmp.create(); // a halted host leaves its copies
+    List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+    cmd.addAll(tmp.jvmArgs());
+    cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), HostDrillMain.class.getName(), keyFile.toString(),
         storeFile.toString(), relay.url(), "beta", appLog.toString()));
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
     pb.environment().remove("MBX_HOST_TEST_CRASH");
     if (crash != null) {
       pb.environment().put("MBX_HOST_TEST_CRASH", crash);
     }
-    Process p = pb.start();
-    String out = new String(p.getInputStream().readAllBytes());
-    assertThat(p.waitFor(120, TimeUnit.SECONDS)).isTrue();
-    return new Result(p.exitValue(), out);
+    try {
+      Process p = pb.start();
+      String out = new String(p.getInputStream().readAllBytes());
+      assertThat(p.waitFor(120, TimeUnit.SECONDS)).isTrue();
+      return new Result(p.exitValue(), out);
+    } finally {
+      tmp.delete();
+    }
   }
 
   String push() throws Exception {

@@ -180,7 +180,7 @@ class BodyBudgetTest {
   }
 
   /**
-   * The push rate (wire.md §3: per sender key per sliding minute; 5 here) is read from the headers: a sender over it
+   * The push rate (docs/protocol.md §3: per sender key per sliding minute; 5 here) is read from the headers: a sender over it
    * is answered before its items are read — 429 with {@code Retry-After} on v2, the wire's own 413 answer on v1 —
    * and a push with a bad signature never counts against the key it names, so nobody can use up another host's window.
    */

@@ -60,7 +60,7 @@ class EdgeHardeningTest {
 
   private static final String BAD_HOP = "{\"error\":\"bad relay hop\"}";
 
-  /** Rotates {@code host} onto a fresh key: the old key is revoked (wire.md §4.4). */
+  /** Rotates {@code host} onto a fresh key: the old key is revoked (docs/protocol.md §4.4). */
   private static Ed25519KeyPair revokeByRotation(TestHost host) throws Exception {
     Ed25519KeyPair next = Ed25519KeyPair.generate();
     ObjectNode rec = Json.MAPPER.createObjectNode().put("v", 1).put("type", "host-rotation").put("host", host.name)

@@ -14,7 +14,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Challenge and enrolment with the host-key challenge authority (wire.md §4.1; §7 relay-store.test (10)). */
+/** Challenge and enrolment with the host-key challenge authority (docs/protocol.md §4.1; enrolment bounds). */
 class EnrolmentCallsTest {
 
   private static Http.Resp post(RelayHarness r, String path, String body) throws Exception {

@@ -13,7 +13,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The signed hop and the routing order (wire.md §2, §3 "Routing order"; §7 relay-store.test (13)). */
+/** The signed hop and the routing order (docs/protocol.md §2, §3 "Routing order"). */
 class HopAndRoutingTest {
   @TempDir
   static Path dir;

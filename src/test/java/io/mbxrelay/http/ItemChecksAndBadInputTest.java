@@ -23,8 +23,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Per-item checks with their exact reject texts, batch limits, body caps and bad input (wire.md §3; §7
- * relay-store.test (4), (10), (11)). Nothing here may answer 500 or change the store.
+ * Per-item checks with their exact reject texts, batch limits, body caps and bad input (docs/protocol.md §3,
+ * §4.1, §4.9). Nothing here may answer 500 or change the store.
  */
 class ItemChecksAndBadInputTest {
   @TempDir

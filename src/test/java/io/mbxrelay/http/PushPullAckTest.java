@@ -20,7 +20,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Push, pull and ack over real HTTP against the real server (wire.md §3, §7 relay-store.test (2)–(5), (13)). */
+/** Push, pull and ack over real HTTP against the real server (docs/protocol.md §3, §7.3, §7.4). */
 class PushPullAckTest {
   @TempDir
   static Path dir;

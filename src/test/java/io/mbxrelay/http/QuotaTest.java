@@ -16,7 +16,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Quotas and the push rate over real HTTP (wire.md §3 "Quota messages", seed 000 §7; §7 relay-store.test (9)). */
+/** Quotas and the push rate over real HTTP (docs/protocol.md §3 "Quota messages", §7.7). */
 class QuotaTest {
 
   private static String push(TestHost from, TestHost to, int bodyBytes) throws Exception {

@@ -37,7 +37,7 @@ class TrustHardeningTest {
         Ed25519KeyPair.generate());
   }
 
-  /** Another of the 4 base64 spellings of the same 32 key bytes (wire.md §1: 2 unused bits in the last character). */
+  /** Another of the 4 base64 spellings of the same 32 key bytes (docs/protocol.md §1: 2 unused bits in the last character). */
   private static String otherSpelling(String pub) {
     String alt = KeySpelling.spellings(pub).get(3);
     assertThat(alt).isNotEqualTo(pub);

@@ -25,7 +25,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Names, revocation, deny list, allowlists, rotation, enc-key ads, replay protection and the per-address window in
- * each trust-proxy mode, over real HTTP (issue 3; wire.md §2, §4.1–§4.4, §4.6; seed 000 §2, §8).
+ * each trust-proxy mode, over real HTTP (issue 3; docs/protocol.md §2, §4.1–§4.4, §4.6, §7.2, §7.8).
  */
 class TrustRulesTest {
   private static final String ADMIN = "admin-token-0123456789abcdef0123456789";
@@ -47,7 +47,7 @@ class TrustRulesTest {
         token == null ? Map.of() : Map.of("authorization", "Bearer " + token));
   }
 
-  // ---- names (wire.md §4.1, §4.6; seed 000 §2) ----
+  // ---- names (docs/protocol.md §4.1, §4.6; §7.2) ----
 
   @Test
   void names_shared_across_owners_coexist_and_a_name_squatter_never_receives_the_hosts_mail(@TempDir Path dir)
@@ -86,7 +86,7 @@ class TrustRulesTest {
     }
   }
 
-  // ---- revocation and the deny list (seed 000 §8) ----
+  // ---- revocation and the deny list (docs/protocol.md §7.8) ----
 
   @Test
   void a_denied_key_is_revoked_at_once_and_stays_revoked_across_restart_and_re_enrolment(@TempDir Path dir)
@@ -155,7 +155,7 @@ class TrustRulesTest {
     }
   }
 
-  // ---- sender allowlist (wire.md §4.3) ----
+  // ---- sender allowlist (docs/protocol.md §4.3) ----
 
   private static ObjectNode senderList(TestHost target, List<String> senders, long iatMs) {
     ObjectNode list = Json.MAPPER.createObjectNode().put("v", 1).put("type", "relay-senders")
@@ -215,7 +215,7 @@ class TrustRulesTest {
     }
   }
 
-  // ---- rotation (wire.md §4.4) ----
+  // ---- rotation (docs/protocol.md §4.4) ----
 
   private static ObjectNode rotation(String host, Ed25519KeyPair oldKey, Ed25519KeyPair newKey, Ed25519KeyPair oldSigner,
       Ed25519KeyPair newSigner) {
@@ -303,7 +303,7 @@ class TrustRulesTest {
     }
   }
 
-  // ---- enc-key ads (wire.md §4.2) ----
+  // ---- enc-key ads (docs/protocol.md §4.2) ----
 
   private static String enc(String b64) {
     return java.net.URLEncoder.encode(b64, java.nio.charset.StandardCharsets.UTF_8);
@@ -383,7 +383,7 @@ class TrustRulesTest {
     }
   }
 
-  // ---- challenges and the per-address window (wire.md §4.1, §5) ----
+  // ---- challenges and the per-address window (docs/protocol.md §4.1, §5) ----
 
   @Test
   void a_challenge_expires_after_its_ttl(@TempDir Path dir) throws Exception {

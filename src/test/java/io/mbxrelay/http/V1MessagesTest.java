@@ -22,7 +22,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The v1 message endpoints for hosts that predate v2 (wire.md §3 "v1 endpoints"; §7 relay-conformance.test). */
+/** The v1 message endpoints for hosts that predate v2 (docs/protocol.md §3 "v1 endpoints", §7.11). */
 class V1MessagesTest {
 
   /** A v1 request: hop by name (x-mbx-host, no x-mbx-key), path signed without the query. */

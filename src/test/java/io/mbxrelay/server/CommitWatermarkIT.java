@@ -111,7 +111,7 @@ class CommitWatermarkIT {
       assertThat(CommitWatermark.read(dir).orElseThrow().epoch()).isEqualTo(newEpoch);
       JsonNode stale = b.pull(0, null, epoch).json();
       assertThat(stale.get("epoch").asText()).isEqualTo(newEpoch); // a 409 body: the receiver resets to 0
-      // The sender sees the new epoch and re-pushes what it holds (seed 000 §5): lost items come back accepted,
+      // The sender sees the new epoch and re-pushes what it holds (docs/protocol.md §7.5): lost items come back accepted,
       // survivors are duplicates.
       int accepted = 0;
       int duplicate = 0;

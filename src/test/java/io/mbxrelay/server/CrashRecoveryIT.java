@@ -18,8 +18,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Real child processes killed with SIGKILL or halted at a crash point (seed 000 §5 "Restart / crash", "Crash
- * windows"; wire.md §7 relay-store.test (1), (2); relay-crash-drills.test).
+ * Real child processes killed with SIGKILL or halted at a crash point (docs/protocol.md §7.5 "Restart / crash"
+ * and its crash windows).
  */
 class CrashRecoveryIT {
 

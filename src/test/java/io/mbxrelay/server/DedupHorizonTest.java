@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Issue 10 item 8, the dedup horizon (seed 000 §7: retention + 7 days; wire.md §5 "Sweep"), seen by a periodic
+ * Issue 10 item 8, the dedup horizon (docs/protocol.md §7.7: retention + 7 days; §5 "Sweep"), seen by a periodic
  * resender: a sender that re-pushes the same item (same id, same bytes) every day. Within the horizon every resend is
  * a {@code duplicate} carrying the original {@code at}, and a duplicate does not extend the horizon: it runs from the
  * first acceptance. Once the sweep has pruned the tombstone (the item acked or expired, and accepted more than 21

@@ -27,7 +27,7 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * SIGKILL in the middle of concurrent pushes, three times, then every sender retries what it has no verified accept
  * for (as the host outbox does): the receiver gets every item exactly once with its exact bytes, and every accept
- * receipt a sender ever got points at an item that survived (seed 000 §5 "Restart / crash": nothing acknowledged is
+ * receipt a sender ever got points at an item that survived (docs/protocol.md §7.5 "Restart / crash": nothing acknowledged is
  * lost, nothing is duplicated).
  */
 class KillUnderLoadIT {

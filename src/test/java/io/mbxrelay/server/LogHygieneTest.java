@@ -28,7 +28,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.slf4j.LoggerFactory;
 
 /**
- * seed 002 §4, STYLE "Logs never contain keys, tokens, wire bytes, envelope fields or challenge nonces": a full
+ * docs/architecture.md "Logs and metrics" (logs never contain keys, tokens, wire bytes, envelope fields or challenge nonces): a full
  * enrol/push/pull/ack cycle, including rejected pushes, failed hops and a scrape, logged at DEBUG, carries none of the
  * secrets or content it handled.
  */

@@ -20,7 +20,7 @@ import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The restore drill of seed 000 §5 with real processes and the real CLI (wire.md §7 relay-recovery.test). */
+/** The restore drill of docs/protocol.md §7.5 "Restore" with real processes and the real CLI. */
 class RestoreDrillIT {
 
   private static long seq(JsonNode pushResponse) {

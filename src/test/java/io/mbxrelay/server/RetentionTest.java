@@ -30,7 +30,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Retention, expiry notices and tombstones with an injected clock (seed 000 §6, wire.md §4.10, §5 "Sweep"). */
+/** Retention, expiry notices and tombstones with an injected clock (docs/protocol.md §7.6, §4.10, §5 "Sweep"). */
 class RetentionTest {
 
   private static TestHost host(RelayHarness r, MutableClock clock, String name) throws Exception {

@@ -24,11 +24,13 @@ public final class ChildRelay implements AutoCloseable {
   public final Process process;
   public final int port;
   public final List<String> output;
+  private final ChildTmp tmp;
 
-  private ChildRelay(Process process, int port, List<String> output) {
+  private ChildRelay(Process process, int port, List<String> output, ChildTmp tmp) {
     this.process = process;
     this.port = port;
     this.output = output;
+    this.tmp = tmp;
   }
 
   /** The jar under test. */
@@ -48,8 +50,11 @@ public final class ChildRelay implements AutoCloseable {
 
   /** Starts a relay child with extra {@code serve} arguments and waits for its listening line. */
   public static ChildRelay start(Path storeDir, Map<String, String> env, String... serveArgs) throws Exception {
-    List<String> cmd = new ArrayList<>(List.of(javaBin(), "-jar", jar().toString(), "serve", "--port", "0",
-        "--bind", "127.0.0.1", "--store-dir", storeDir.toString()));
+    ChildTmp tmp = ChildTmp.create(); // the native library copy and Vert.x cache of a killed child go with it
+    List<String> cmd = new ArrayList<>(List.of(javaBin()));
+    cmd.addAll(tmp.jvmArgs());
+    cmd.addAll(List.of("-jar", jar().toString(), "serve", "--port", "0", "--bind", "127.0.0.1", "--store-dir",
+        storeDir.toString()));
     cmd.addAll(List.of(serveArgs));
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
     pb.environment().remove("MBX_RELAY_KEY");
@@ -57,7 +62,13 @@ public final class ChildRelay implements AutoCloseable {
     pb.environment().put("MBX_RELAY_LIMITS_ENROL_CALLS_PER_MINUTE", "100000");
     pb.environment().put("MBX_RELAY_ADMIN_PORT", "0");
     pb.environment().putAll(env);
-    Process p = pb.start();
+    Process p;
+    try {
+      p = pb.start();
+    } catch (IOException e) {
+      tmp.delete();
+      throw e;
+    }
     List<String> out = new CopyOnWriteArrayList<>();
     CompletableFuture<Integer> port = new CompletableFuture<>();
     Thread reader = new Thread(() -> {
@@ -77,7 +88,13 @@ public final class ChildRelay implements AutoCloseable {
     }, "child-relay-output");
     reader.setDaemon(true);
     reader.start();
-    return new ChildRelay(p, port.get(60, TimeUnit.SECONDS), out);
+    try {
+      return new ChildRelay(p, port.get(60, TimeUnit.SECONDS), out, tmp);
+    } catch (Exception | Error e) {
+      p.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
+      tmp.delete();
+      throw e;
+    }
   }
 
   public String url() {
@@ -101,6 +118,14 @@ public final class ChildRelay implements AutoCloseable {
   public void kill() throws InterruptedException {
     process.destroyForcibly();
     process.waitFor(30, TimeUnit.SECONDS);
+    gone();
+  }
+
+  /** Once the process has ended: removes its temp dir (a killed JVM cannot). */
+  private void gone() {
+    if (!process.isAlive()) {
+      tmp.delete();
+    }
   }
 
   /** Waits for the process to end by itself; returns its exit code. */
@@ -108,6 +133,7 @@ public final class ChildRelay implements AutoCloseable {
     if (!process.waitFor(30, TimeUnit.SECONDS)) {
       throw new IllegalStateException("relay did not exit");
     }
+    gone();
     return process.exitValue();
   }
 
@@ -140,16 +166,23 @@ public final class ChildRelay implements AutoCloseable {
     if (!process.waitFor(30, TimeUnit.SECONDS)) {
       kill();
     }
+    gone();
   }
 
   private static String javaBin() {
     return Path.of(System.getProperty("java.home"), "bin", "java").toString();
   }
 
+  /** SIGKILL when still running, then remove its temp dir. Throws nothing, so try-with-resources needs no catch. */
   @Override
-  public void close() throws InterruptedException {
+  public void close() {
     if (process.isAlive()) {
-      kill();
+      try {
+        kill();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
     }
+    gone();
   }
 }

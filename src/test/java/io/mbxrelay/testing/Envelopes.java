@@ -4,7 +4,7 @@ import io.mbxrelay.wire.B64;
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 
-/** Sealed test envelopes that pass the wire.md §4.9 shape check. The relay never looks inside the ciphertext. */
+/** Sealed test envelopes that pass the docs/protocol.md §4.9 shape check. The relay never looks inside the ciphertext. */
 public final class Envelopes {
   private static final SecureRandom RANDOM = new SecureRandom();
   private static final char[] CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ".toCharArray();

@@ -11,7 +11,7 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 
-/** Real HTTP requests (JDK client) with signed hops built exactly as wire.md §2 says. */
+/** Real HTTP requests (JDK client) with signed hops built exactly as docs/protocol.md §2 says. */
 public final class Http {
   private static final HttpClient CLIENT = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 

@@ -9,7 +9,7 @@ import java.time.ZoneOffset;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * A clock tests move by hand (STYLE: "no test sleeps to wait for a timer it could advance"). Thread-safe.
+ * A clock tests move by hand (docs/architecture.md "Tests": no test sleeps for a timer it could advance). Thread-safe.
  *
  * <p>It is also the relay's monotonic clock ({@link ClockGuard.Monotonic}): {@link #advance} is time passing (both
  * move), {@link #step} is a wall-clock step (only the wall clock moves), as an NTP step or a bad RTC would do.

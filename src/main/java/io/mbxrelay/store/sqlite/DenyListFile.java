@@ -1,6 +1,7 @@
 package io.mbxrelay.store.sqlite;
 
 import io.mbxrelay.store.DenyOutcome;
+import io.mbxrelay.store.RelayLedger;
 import io.mbxrelay.store.RelayStore;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.store.StoreException;
@@ -17,7 +18,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Operator access to a store's deny list without the relay key (the {@code mbxrelay deny} CLI; seed 000 §8
+ * Operator access to a store's deny list without the relay key (the {@code mbxrelay deny} CLI; docs/protocol.md §7.8
  * "Revocation"). Each call opens its own connection, runs one {@code BEGIN IMMEDIATE} transaction with the same
  * logic as the writer's {@link StoreCommand.Deny}/{@link StoreCommand.Undeny} and closes it. Safe beside a running
  * relay: SQLite serializes the two writers (busy timeout 5 s); the admin endpoint is the preferred path while the
@@ -27,6 +28,15 @@ import java.util.List;
  */
 public final class DenyListFile {
   private DenyListFile() {}
+
+  /** Deny and undeny read no limit; the ledger still wants a set: the defaults. */
+  private static final java.util.function.Supplier<io.mbxrelay.config.RelayConfig.Limits> OPERATOR_LIMITS = () -> {
+    try {
+      return io.mbxrelay.config.ConfigLoader.load(null, java.util.Map.of()).limits();
+    } catch (io.mbxrelay.config.ConfigException e) {
+      throw new IllegalStateException("the built-in defaults do not load", e);
+    }
+  };
 
   /**
    * One entry as listed.
@@ -91,22 +101,13 @@ public final class DenyListFile {
 
   private static Object write(Path storeDir, Clock clock, StoreCommand<?> command) throws StoreException {
     try (Connection c = open(storeDir)) {
-      try (Statement st = c.createStatement()) {
-        st.execute("BEGIN IMMEDIATE");
-      }
+      // the writer's own rules over a session on this connection (one transaction, like a relay's command)
+      RelayLedger ledger = new RelayLedger(SqliteBackend.session(c, clock), clock, OPERATOR_LIMITS.get())
+          .denyVia("mbxrelay deny");
       try {
-        Object result = new TrustCommands(null, c, clock).run(command);
-        try (Statement st = c.createStatement()) {
-          st.execute("COMMIT");
-        }
-        return result;
-      } catch (SQLException | RuntimeException e) {
-        try (Statement st = c.createStatement()) {
-          st.execute("ROLLBACK");
-        } catch (SQLException ignored) {
-          // the original failure is what matters
-        }
-        throw e;
+        return ledger.execute(command);
+      } finally {
+        ledger.close();
       }
     } catch (SQLException e) {
       throw SqliteRelayStore.classify("deny list write failed", e);

@@ -5,7 +5,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 
 /**
- * Schema migrations (seed 000 §2: "migrate older versions in a transaction; a migration keeps the epoch"). Runs
+ * Schema migrations (docs/protocol.md §7.2: "migrate older versions in a transaction; a migration keeps the epoch"). Runs
  * inside the caller's open {@code BEGIN IMMEDIATE} transaction, so a failed migration leaves the store untouched.
  */
 final class Migrations {
@@ -36,7 +36,7 @@ final class Migrations {
   }
 
   /**
-   * v1 → v2 (wire.md §5): {@code items} recreated with a BLOB {@code wire} column (v1 stored text), the v1 global
+   * v1 → v2 (docs/protocol.md §5): {@code items} recreated with a BLOB {@code wire} column (v1 stored text), the v1 global
    * unique-name index dropped (names are labels; unique only inside an account), and the v2 indexes created.
    */
   private static void v1ToV2(Connection conn) throws SQLException {

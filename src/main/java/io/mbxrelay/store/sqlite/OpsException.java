@@ -1,7 +1,7 @@
 package io.mbxrelay.store.sqlite;
 
 /**
- * An operator command was refused or failed (wire.md §5 "Ops"). {@link #code()} is one of {@code RELAY_RUNNING},
+ * An operator command was refused or failed (docs/protocol.md §5 "Ops"). {@link #code()} is one of {@code RELAY_RUNNING},
  * {@code RECENT_HEARTBEAT}, {@code NOT_A_STORE}, {@code SCHEMA}, {@code OTHER_RELAY}, {@code CURRENT_UNREADABLE},
  * {@code EXISTS}, {@code NO_STORE}, {@code IO}, {@code CORRUPT} (a store or backup fails its integrity, metadata or
  * wire-hash check), {@code UNSAFE} (a symbolic link or a directory others can write). Messages never contain key

@@ -3,8 +3,8 @@ package io.mbxrelay.store.sqlite;
 import java.util.List;
 
 /**
- * The SQLite schema of the relay store, version {@link io.mbxrelay.store.RelayStore#SCHEMA_VERSION} (wire.md §5
- * "Relay store"). Tables later features fill (enc-key ads, sender lists, ops) are created from the start.
+ * The SQLite schema of the relay store, version {@link io.mbxrelay.store.RelayStore#SCHEMA_VERSION} (docs/protocol.md §5
+ * "Tables"). Tables later features fill (enc-key ads, sender lists, ops) are created from the start.
  *
  * <p>Deviations from the reference, none visible on the wire: {@code items.wire} is the last column, so reading any
  * other column never walks a blob's overflow pages; the sender index also covers {@code bytes}, and an extra
@@ -14,7 +14,7 @@ final class Schema {
   private Schema() {}
 
   /**
-   * v3: operator deny list. {@code kind} is {@code host_fp} (wire.md §1 fingerprint) or {@code client_id} (account
+   * v3: operator deny list. {@code kind} is {@code host_fp} (docs/protocol.md §1 fingerprint) or {@code client_id} (account
    * token claim); entries are kept until an operator removes them.
    */
   static final String DENY_LIST = "CREATE TABLE deny_list(kind TEXT NOT NULL, value TEXT NOT NULL,"
@@ -55,7 +55,7 @@ final class Schema {
           + " record TEXT NOT NULL, sig TEXT NOT NULL)",
       "CREATE TABLE ops(id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, op TEXT NOT NULL,"
           + " receipt TEXT NOT NULL)",
-      // ---- v3 (trust): deny list and the token client of an enrolment (seed 000 §8 "Revocation") ----
+      // ---- v3 (trust): deny list and the token client of an enrolment (docs/protocol.md §7.8 "Revocation") ----
       DENY_LIST,
       ENROLMENT_CLIENTS);
 

@@ -33,7 +33,7 @@ import java.util.Properties;
 import java.util.UUID;
 
 /**
- * Offline and online operator commands on a store directory (wire.md §5 "Ops", seed 000 §5 "Backup", "Restore from
+ * Offline and online operator commands on a store directory (docs/protocol.md §5 "Ops", §7.5 "Backup", "Restore from
  * backup"): {@code rotate-epoch}, {@code backup}, {@code restore}, {@code log}. Each returns its receipt as JSON.
  *
  * <p>Threading: plain blocking JDBC; call from the CLI thread (or the serve thread before the writer starts).
@@ -41,7 +41,7 @@ import java.util.UUID;
  * relay runs; the others take the store's process lock and refuse while a relay holds it.
  */
 public final class SqliteOps {
-  /** A lock-less store whose heartbeat is younger than this is assumed live: restore needs --force (wire.md §5). */
+  /** A lock-less store whose heartbeat is younger than this is assumed live: restore needs --force (docs/protocol.md §5). */
   public static final long LIVE_HEARTBEAT_MS = 90_000;
 
   private SqliteOps() {}
@@ -101,6 +101,17 @@ public final class SqliteOps {
   }
 
   /** Schema version of an open database, or -1 when it has no meta table / version. */
+  /**
+   * The stored {@code meta.schema_version}, read on any connection.
+   *
+   * @param c a connection to a store
+   * @return the version, or -1 when there is no {@code meta} table or no valid version
+   * @throws SQLException on read errors
+   */
+  static int schemaVersionOf(Connection c) throws SQLException {
+    return schemaVersion(c);
+  }
+
   private static int schemaVersion(Connection c) throws SQLException {
     try (Statement st = c.createStatement();
         ResultSet rs = st.executeQuery("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'")) {
@@ -119,7 +130,7 @@ public final class SqliteOps {
   // ---- rotate-epoch ----
 
   /**
-   * Writes a new epoch (wire.md §5: receipt {@code relay-epoch-rotated}, op {@code epoch-rotated}). Run it after any
+   * Writes a new epoch (docs/protocol.md §5: receipt {@code relay-epoch-rotated}, op {@code epoch-rotated}). Run it after any
    * restore that did not go through {@link #restore} (a volume snapshot, a file copy) before the relay serves again.
    *
    * @param dir store directory
@@ -204,7 +215,7 @@ public final class SqliteOps {
   // ---- backup ----
 
   /**
-   * Online backup (wire.md §5 "Ops"): SQLite backup API into {@code <file>.partial-<pid>} (created 0600, its
+   * Online backup (docs/protocol.md §5 "Ops"): SQLite backup API into {@code <file>.partial-<pid>} (created 0600, its
    * directory 0700 when created), journal mode DELETE, integrity check, then linked into place (never overwrites),
    * op {@code backup} logged in the live store. Safe while the relay runs.
    *
@@ -241,7 +252,7 @@ public final class SqliteOps {
         checkSchema(src, source);
         onlineBackup(src, partial);
       }
-      // key order of wire.md §5: v,type,at,store,file,bytes,sha256,epoch,relay_fingerprint,schema_version,heartbeat,
+      // key order of docs/protocol.md §5: v,type,at,store,file,bytes,sha256,epoch,relay_fingerprint,schema_version,heartbeat,
       // counts,restore (bytes and sha256 are filled in once the file is in place)
       receipt = Json.MAPPER.createObjectNode().put("v", 1).put("type", "relay-backup").put("at", at)
           .put("store", dir.toAbsolutePath().toString()).put("file", target.toString());
@@ -311,6 +322,59 @@ public final class SqliteOps {
   }
 
   /**
+   * The automatic backup before a schema migration (issue 12 item 13): the reference relay and older binaries refuse
+   * a store of a newer schema, so a migration is a one-way step; this copy of the store as it was lets an operator go
+   * back (docs/wire-compatibility.md "Rolling back to the reference relay"). Made with SQLite's online backup API,
+   * like {@code mbxrelay backup}, into {@code relay-v<from>-before-migration-<UTC time>.db} in the store directory
+   * (0600, rollback-journal mode so it is one self-contained file), checked with {@code quick_check}, written to a
+   * partial file first and linked into place, so a file under that name is always complete.
+   *
+   * @param src the writer connection, no transaction open
+   * @param dir the store directory
+   * @param fromVersion the schema version of the store as found
+   * @param nowMs time for the name
+   * @return the backup file
+   * @throws SQLException when the backup or its check fails (the store is untouched; nothing was migrated)
+   * @throws IOException when the file cannot be created or synced
+   */
+  static Path backupBeforeMigration(Connection src, Path dir, int fromVersion, long nowMs)
+      throws SQLException, IOException {
+    String stamp = java.time.format.DateTimeFormatter.ofPattern("yyyyMMdd'T'HHmmss'Z'")
+        .withZone(java.time.ZoneOffset.UTC).format(java.time.Instant.ofEpochMilli(nowMs));
+    Path target = dir.resolve("relay-v" + fromVersion + "-before-migration-" + stamp + ".db");
+    Path partial = dir.resolve(target.getFileName() + ".partial");
+    Files.deleteIfExists(partial); // a link there is removed, never followed
+    Files.createFile(partial, PosixFilePermissions.asFileAttribute(StoreFiles.OWNER_FILE));
+    try {
+      onlineBackup(src, partial);
+      try (Connection copy = connect(partial, 5000)) {
+        journalDelete(copy);
+        List<String> problems = StoreIntegrity.quickCheck(copy);
+        if (!problems.isEmpty()) {
+          throw new SQLException("the copy failed quick_check: " + String.join("; ", problems));
+        }
+        if (schemaVersion(copy) != fromVersion) {
+          throw new SQLException("the copy has schema version " + schemaVersion(copy) + ", not " + fromVersion);
+        }
+      }
+      try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(partial,
+          java.nio.file.StandardOpenOption.WRITE)) {
+        ch.force(true);
+      }
+      Files.createLink(target, partial); // fails rather than overwrite
+      try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(dir,
+          java.nio.file.StandardOpenOption.READ)) {
+        ch.force(true);
+      } catch (IOException | RuntimeException e) {
+        // directory sync is not supported everywhere; the file itself is synced
+      }
+      return target;
+    } finally {
+      Files.deleteIfExists(partial);
+    }
+  }
+
+  /**
    * SQLite's online backup API through the driver (issue 11 item 12: the path is passed as a value, never pasted into
    * SQL, so any file name works, spaces and quotes included).
    */
@@ -355,7 +419,7 @@ public final class SqliteOps {
   // ---- restore ----
 
   /**
-   * Restores a backup (wire.md §5 "Ops", seed 000 §5): refused while a relay holds the lock; keeps the live store as
+   * Restores a backup (docs/protocol.md §5 "Ops", §7.5): refused while a relay holds the lock; keeps the live store as
    * {@code rollback/relay-<ts>.db}; carries into the restored copy every revocation and deny-list entry, newer sender lists, newer v1
    * ads and v2 ad records, higher seq floors and the ops log; rotates the epoch; heartbeat = now; records
    * {@code restored}/{@code restored_paths}; logs op {@code restore}; renames it over {@code relay.db}.
@@ -759,7 +823,7 @@ public final class SqliteOps {
   }
 
   /**
-   * The restore paths already applied to the store (wire.md §5 {@code restored_paths}), for
+   * The restore paths already applied to the store (docs/protocol.md §5 {@code restored_paths}), for
    * {@code MBX_RELAY_RESTORE_FROM} "once per path".
    *
    * @param dir store directory
@@ -779,7 +843,7 @@ public final class SqliteOps {
   }
 
   /**
-   * The store's clock watermark: its last heartbeat (wire.md §5 {@code meta.heartbeat}, written with the guarded
+   * The store's clock watermark: its last heartbeat (docs/protocol.md §5 {@code meta.heartbeat}, written with the guarded
    * store clock), read without writing anything (read-only connection, no file created), for the
    * {@link io.mbxrelay.store.ClockGuard} built before the store opens.
    *
@@ -810,7 +874,7 @@ public final class SqliteOps {
   // ---- log ----
 
   /**
-   * The last ops entries, oldest first (wire.md §5 "ops", last 1,000 kept).
+   * The last ops entries, oldest first (docs/protocol.md §5 "ops", last 1,000 kept).
    *
    * @param dir store directory
    * @param limit 1..1000

@@ -102,7 +102,7 @@ public final class SqliteReads implements RelayReads {
   }
 
   /**
-   * Live enrolments carrying a name, case-insensitively, newest enrolled first (wire.md §2 v1 hop, §4.6).
+   * Live enrolments carrying a name, case-insensitively, newest enrolled first (docs/protocol.md §2 v1 hop, §4.6).
    *
    * @param name the name as sent
    * @param limit most rows returned (callers ask for one more than they accept, to detect a crowded name)

@@ -5,7 +5,7 @@ import java.util.Properties;
 import org.sqlite.SQLiteConfig;
 
 /**
- * Connection settings shared by the writer connection and the read-only pool (wire.md §5: WAL,
+ * Connection settings shared by the writer connection and the read-only pool (docs/protocol.md §5: WAL,
  * {@code synchronous=FULL}, {@code foreign_keys=ON}, {@code busy_timeout}).
  */
 public final class SqliteSettings {

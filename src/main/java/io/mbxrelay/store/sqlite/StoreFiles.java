@@ -21,8 +21,8 @@ import java.util.Optional;
 import java.util.Set;
 
 /**
- * The files the relay writes in a store directory, and the rules for them (issue 11 items 11 and 12; seed 002
- * "owner-only state files"): every file is created 0600 and every directory 0700 (SQLite gives {@code -wal},
+ * The files the relay writes in a store directory, and the rules for them (issue 11 items 11 and 12: owner-only
+ * state files): every file is created 0600 and every directory 0700 (SQLite gives {@code -wal},
  * {@code -shm} and journals the mode of their database file, so creating {@code relay.db} and {@code relay.lock} 0600
  * first is enough); no entry the relay writes may be a symbolic link; a store directory that group or others can
  * write is refused, one they can only read is tightened to 0700 and the caller says so. Also the lost-store check of
@@ -100,9 +100,37 @@ public final class StoreFiles {
         }
       }
     } catch (IOException e) {
-      throw new StoreRefusedException("cannot check the store dir " + dir + ": " + e.getMessage(), e);
+      throw new StoreRefusedException("cannot check the store dir " + dir + ": " + reason(e), e);
     }
     return notes;
+  }
+
+  /**
+   * What a file operation's failure means, in words and without any path (issue 12 item 6): Java's file exceptions
+   * carry the file name as their message (a temporary file's, too) and the reason only in their class or reason field,
+   * so "cannot create X: " + {@code e.getMessage()} printed the name twice and no reason.
+   *
+   * @param e the failure
+   * @return e.g. {@code permission denied}, {@code read-only file system}, {@code no space left on device}
+   */
+  public static String reason(IOException e) {
+    String r = e instanceof java.nio.file.FileSystemException fs ? fs.getReason() : e.getMessage();
+    if (r == null || r.isBlank()) {
+      if (e instanceof java.nio.file.AccessDeniedException) {
+        return "permission denied";
+      } else if (e instanceof FileAlreadyExistsException) {
+        return "a file of that name exists";
+      } else if (e instanceof java.nio.file.NoSuchFileException) {
+        return "no such file or directory (a parent directory is missing or not writable)";
+      } else if (e instanceof java.nio.file.NotDirectoryException) {
+        return "not a directory";
+      } else if (e instanceof java.nio.file.DirectoryNotEmptyException) {
+        return "directory not empty";
+      }
+      return e.getClass().getSimpleName().replaceAll("([a-z])([A-Z])", "$1 $2").toLowerCase(java.util.Locale.ROOT);
+    }
+    r = r.strip();
+    return r.isEmpty() ? r : Character.toLowerCase(r.charAt(0)) + r.substring(1);
   }
 
   /**
@@ -145,7 +173,10 @@ public final class StoreFiles {
         found.add(SqliteSettings.DB_FILE + " (0 bytes)");
       }
       for (String t : TRACES) {
-        if (Files.exists(dir.resolve(t), LinkOption.NOFOLLOW_LINKS)) {
+        Path p = dir.resolve(t);
+        // an empty relay.lock never held a relay: a first start that failed (e.g. a full disk) left it
+        if (Files.exists(p, LinkOption.NOFOLLOW_LINKS)
+            && !(t.equals(StoreLock.FILE) && Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS) && Files.size(p) == 0)) {
           found.add(t);
         }
       }
@@ -179,7 +210,7 @@ public final class StoreFiles {
       return Optional.of("--new-store: starting a new, empty store in " + dir
           + (moved.isEmpty() ? "" : "; the previous store's remains (" + String.join(", ", moved) + ") are in " + lost));
     } catch (IOException e) {
-      throw new StoreRefusedException("cannot check the store files in " + dir + ": " + e.getMessage(), e);
+      throw new StoreRefusedException("cannot check the store files in " + dir + ": " + reason(e), e);
     }
   }
 
@@ -215,7 +246,7 @@ public final class StoreFiles {
       createOwnerOnly(db);
       return true;
     } catch (IOException e) {
-      throw new StoreRefusedException("cannot prepare " + db + ": " + e.getMessage(), e);
+      throw new StoreRefusedException("cannot prepare " + db + ": " + reason(e), e);
     }
   }
 

@@ -21,7 +21,7 @@ import java.util.regex.Pattern;
 /**
  * Checks that tell a damaged store from a good one (issue 10 items 1, 2, 5, 6): SQLite's structural checks
  * ({@code PRAGMA quick_check}, {@code PRAGMA integrity_check}), every item's {@code wire_hash} against its wire bytes
- * (seed 000 §2: "wire_hash is lowercase hex SHA-256 of those bytes"), and the {@code meta} values of wire.md §5.
+ * (docs/protocol.md §1 "wire_hash": SHA-256 of the exact bytes, lower-case hex), and the {@code meta} values of §5.
  *
  * <p>Problems are described for operators: table and column names, seqs, rowids and host-key fingerprints; never wire
  * bytes or keys. Threading: plain JDBC on the caller's connection; the caller owns it.
@@ -154,9 +154,9 @@ public final class StoreIntegrity {
   }
 
   /**
-   * Validates the {@code meta} values the relay acts on (wire.md §5 "Tables"): a value that is present must parse;
+   * Validates the {@code meta} values the relay acts on (docs/protocol.md §5 "Tables"): a value that is present must parse;
    * {@code epoch} must be present from schema version 2 on. Absent optional keys are not problems (a store written by
-   * the reference may lack {@code expiry_from} or {@code heartbeat}; wire.md says what their absence means).
+   * the reference may lack {@code expiry_from} or {@code heartbeat}; docs/protocol.md §5 says what their absence means).
    *
    * @param c an open connection to a store that has a {@code meta} table
    * @return problem lines naming the key and why, never the value when it might be key material; empty when valid

@@ -11,7 +11,7 @@ import java.sql.Statement;
 import java.util.Properties;
 
 /**
- * The store directory's process lock (wire.md §5 "Ops": {@code relay.lock}, an SQLite file with {@code holder(pid,
+ * The store directory's process lock (docs/protocol.md §5 "Ops": {@code relay.lock}, an SQLite file with {@code holder(pid,
  * at)} held in EXCLUSIVE locking mode for the life of {@code serve}). {@code restore} refuses while it is held.
  */
 public final class StoreLock implements AutoCloseable {
@@ -33,6 +33,84 @@ public final class StoreLock implements AutoCloseable {
    * @throws StoreOpenException when another process holds it past the wait
    */
   public static StoreLock acquire(Path storeDir, long waitMs) throws StoreOpenException {
+    return acquire(storeDir, waitMs, holder -> {});
+  }
+
+  /**
+   * Takes the lock; when another process holds it, says so at once through {@code onWait} (issue 12 item 6: a second
+   * relay on a held store used to wait 60 s in silence), then waits up to {@code waitMs} for it to go.
+   *
+   * @param storeDir the store directory (must exist)
+   * @param waitMs how long to wait, ms
+   * @param onWait called once, before waiting, with the holder as text ("pid 1234", from {@code /proc/locks} on
+   *     Linux; "another process" where that cannot be read)
+   * @return the held lock; release with {@link #close()}
+   * @throws StoreOpenException when another process holds it past the wait (the message names the holder)
+   */
+  public static StoreLock acquire(Path storeDir, long waitMs, java.util.function.Consumer<String> onWait)
+      throws StoreOpenException {
+    try {
+      return acquire0(storeDir, 0);
+    } catch (Held busy) {
+      if (waitMs <= 0) {
+        throw busy;
+      }
+    }
+    String holder = holder(storeDir.resolve(FILE));
+    onWait.accept(holder);
+    try {
+      return acquire0(storeDir, waitMs);
+    } catch (Held e) {
+      throw new StoreOpenException("the store " + storeDir + " is in use by another relay process (" + holder(
+          storeDir.resolve(FILE)) + " holds " + FILE + "; waited " + waitMs / 1000 + " s)", e.getCause());
+    }
+  }
+
+  /** Another connection holds the lock (SQLite BUSY or LOCKED), as opposed to any other failure to take it. */
+  private static final class Held extends StoreOpenException {
+    private static final long serialVersionUID = 1L;
+
+    Held(String message, Throwable cause) {
+      super(message, cause);
+    }
+  }
+
+  private static boolean busy(SQLException e) {
+    if (e instanceof org.sqlite.SQLiteException se) {
+      int primary = se.getResultCode().code & 0xff;
+      return primary == org.sqlite.SQLiteErrorCode.SQLITE_BUSY.code
+          || primary == org.sqlite.SQLiteErrorCode.SQLITE_LOCKED.code;
+    }
+    return e.getMessage() != null && e.getMessage().contains("database is locked");
+  }
+
+  /**
+   * Who holds the lock file, as text: {@code pid N} when Linux's {@code /proc/locks} lists a POSIX lock on the file's
+   * inode (SQLite locks with {@code fcntl}), else {@code another process}.
+   *
+   * @param file the lock file
+   * @return the holder
+   */
+  static String holder(Path file) {
+    try {
+      long inode = ((Number) java.nio.file.Files.getAttribute(file, "unix:ino")).longValue();
+      for (String line : java.nio.file.Files.readAllLines(Path.of("/proc/locks"))) {
+        // "5: POSIX  ADVISORY  WRITE 23291 fe:00:2482283 1073741824 1073742335" (id, class, mode, type, pid, dev:inode)
+        String[] f = line.trim().split("\\s+");
+        if (f.length >= 6 && f[1].equals("POSIX")) { // a waiter's line reads "N: -> POSIX …" and is skipped
+          String[] dev = f[5].split(":");
+          if (dev.length == 3 && dev[2].equals(Long.toString(inode))) {
+            return "pid " + f[4];
+          }
+        }
+      }
+    } catch (java.io.IOException | RuntimeException e) {
+      // not Linux, or no /proc: say less
+    }
+    return "another process";
+  }
+
+  private static StoreLock acquire0(Path storeDir, long waitMs) throws StoreOpenException {
     Path file = storeDir.resolve(FILE);
     Properties p = new Properties();
     p.setProperty("busy_timeout", Long.toString(waitMs));
@@ -41,7 +119,7 @@ public final class StoreLock implements AutoCloseable {
       StoreFiles.refuseLink(file);
       StoreFiles.createOwnerOnly(file); // 0600, and its journal with it (issue 11 item 11)
     } catch (java.io.IOException e) {
-      throw new StoreOpenException("cannot create " + file + ": " + e.getMessage(), e);
+      throw new StoreOpenException("cannot create the store lock " + file + ": " + StoreFiles.reason(e), e);
     }
     try {
       c = DriverManager.getConnection(SqliteSettings.url(file), p);
@@ -66,8 +144,11 @@ public final class StoreLock implements AutoCloseable {
           // already failing
         }
       }
-      throw new StoreOpenException("the store " + storeDir + " is in use by another relay process (" + FILE
-          + " is locked)", e);
+      if (busy(e)) {
+        throw new Held("the store " + storeDir + " is in use by another relay process (" + FILE + " is locked)", e);
+      }
+      // not held by anyone: the lock file cannot be written (a full disk, a read-only file system, a damaged file)
+      throw new StoreOpenException("cannot take the store lock " + file + ": " + e.getMessage(), e);
     }
   }
 

@@ -25,7 +25,7 @@ final class WriterState {
   /** Sender keys held by cached allowlists, in total (≈ 100 bytes each). */
   static final int MAX_ALLOWLIST_KEYS = 100_000;
 
-  /** Items and bytes queued for one target, in total and per sender (wire.md §3 "Quota messages"). */
+  /** Items and bytes queued for one target, in total and per sender (docs/protocol.md §3 "Quota messages"). */
   static final class TargetUsage {
     long items;
     long bytes;
@@ -51,6 +51,13 @@ final class WriterState {
 
   /** The counted changes of the running command, undone if it is rolled back to its savepoint. */
   final java.util.ArrayList<Delta> journal = new java.util.ArrayList<>();
+
+  /** A seq advance, kept while a savepoint could still undo it: the target's {@code next_seq} before, and whether it
+   * was already to be written. */
+  record SeqUndo(String target, Long before, boolean dirty) {}
+
+  /** The seq advances since the outermost open savepoint. */
+  final java.util.ArrayList<SeqUndo> seqJournal = new java.util.ArrayList<>();
 
   /** target → {items, bytes} changed in the open transaction, written to {@code queue_usage} before COMMIT. */
   final Map<String, long[]> pending = new HashMap<>();
@@ -131,6 +138,7 @@ final class WriterState {
     pending.clear();
     pendingSenders.clear();
     journal.clear();
+    seqJournal.clear();
     dropUsageAndLists();
   }
 }

@@ -22,7 +22,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Backup, restore, rotate-epoch and the ops log (wire.md §5 "Ops"; §7 relay-recovery.test CLI cases). */
+/** Backup, restore, rotate-epoch and the ops log (docs/protocol.md §5 "Ops"). */
 class SqliteOpsTest {
 
   private static long scalar(Path db, String sql) throws Exception {

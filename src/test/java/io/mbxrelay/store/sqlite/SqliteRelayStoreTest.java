@@ -17,19 +17,32 @@ import java.sql.Statement;
 import java.time.Clock;
 import java.time.Instant;
 import java.time.ZoneOffset;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** {@link SqliteRelayStore}: the contract plus what only SQLite has (pragmas, schema versions, pinning). */
+/** {@link SqliteRelayStore}: the store contract on SQLite plus what only SQLite has (pragmas, schema versions, pinning). */
 class SqliteRelayStoreTest extends RelayStoreContractTest {
   @TempDir
   Path dir;
 
+  private Path current;
+
   @Override
   protected RelayStore open(RelayConfig.Limits limits, Clock clock) throws Exception {
-    Path d = Files.createTempDirectory(dir, "store");
-    return SqliteRelayStore.open(d, relayKey, clock, limits, 5000, 600_000);
+    current = Files.createTempDirectory(dir, "store");
+    return SqliteRelayStore.open(current, relayKey, clock, limits, 5000, 600_000);
+  }
+
+  @Override
+  protected RelayStore reopen(RelayConfig.Limits limits, Clock clock) throws Exception {
+    return SqliteRelayStore.open(current, relayKey, clock, limits, 5000, 600_000);
+  }
+
+  @Override
+  protected io.mbxrelay.store.RelayReads openReads(io.vertx.core.Vertx vertx) throws Exception {
+    return SqliteReads.open(vertx, current.resolve(SqliteSettings.DB_FILE), 2, 5000);
   }
 
   private RelayConfig.Limits defaults() throws Exception {
@@ -186,6 +199,76 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
   }
 
   @Test
+  void a_migration_is_preceded_by_a_backup_of_the_old_version_that_the_log_names_and_a_current_store_gets_none(
+      @TempDir Path d) throws Exception {
+    try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, Clock.systemUTC(), defaults(), 5000, 0)) {
+      s.execute(new io.mbxrelay.store.StoreCommand.Enrol("beta", b, "", null, null));
+    }
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + d.resolve("relay.db"));
+        Statement st = c.createStatement()) {
+      st.execute("DROP TABLE deny_list"); // the v2 shape the reference relay writes
+      st.execute("DROP TABLE enrolment_clients");
+      st.executeUpdate("UPDATE meta SET v='2' WHERE k='schema_version'");
+    }
+    ch.qos.logback.classic.Logger log = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory
+        .getLogger(SqliteBackend.class);
+    ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> lines =
+        new ch.qos.logback.core.read.ListAppender<>();
+    lines.start();
+    log.addAppender(lines);
+    Path backup;
+    try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, Clock.systemUTC(), defaults(), 5000, 0)) {
+      assertThat(s.openReport().migratedFrom()).isEqualTo(2);
+      backup = s.openReport().migrationBackup();
+    } finally {
+      log.detachAppender(lines);
+    }
+    assertThat(backup.getParent()).isEqualTo(d);
+    assertThat(backup.getFileName().toString()).matches("relay-v2-before-migration-\\d{8}T\\d{6}Z\\.db");
+    assertThat(java.nio.file.Files.getPosixFilePermissions(backup))
+        .isEqualTo(java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+    assertThat(lines.list).anySatisfy(e -> assertThat(e.getFormattedMessage())
+        .contains("store schema version 2 will be migrated to 3").contains("[backup: " + backup + "]"));
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + backup); Statement st = c.createStatement()) {
+      ResultSet rs = st.executeQuery("PRAGMA quick_check");
+      rs.next();
+      assertThat(rs.getString(1)).isEqualTo("ok");
+      rs = st.executeQuery("SELECT v FROM meta WHERE k='schema_version'");
+      rs.next();
+      assertThat(rs.getString(1)).as("the store as it was, for the reference relay").isEqualTo("2");
+      rs = st.executeQuery("SELECT count(*) FROM sqlite_master WHERE name IN ('deny_list','enrolment_clients')");
+      rs.next();
+      assertThat(rs.getInt(1)).isZero();
+      rs = st.executeQuery("SELECT host_name FROM enrolments");
+      rs.next();
+      assertThat(rs.getString(1)).isEqualTo("beta");
+      rs = st.executeQuery("PRAGMA journal_mode");
+      rs.next();
+      assertThat(rs.getString(1)).as("one self-contained file").isEqualTo("delete");
+    }
+    assertThat(pragma(d.resolve("relay.db"), "user_version")).isNotNull();
+    List<String> before;
+    try (var files = java.nio.file.Files.list(d)) {
+      before = files.map(f -> f.getFileName().toString()).filter(n -> n.contains("before-migration")).toList();
+    }
+    assertThat(before).containsExactly(backup.getFileName().toString());
+    try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, Clock.systemUTC(), defaults(), 5000, 0)) {
+      assertThat(s.openReport().migratedFrom()).isZero();
+      assertThat(s.openReport().migrationBackup()).isNull();
+    }
+    try (var files = java.nio.file.Files.list(d)) {
+      assertThat(files.filter(f -> f.getFileName().toString().contains("before-migration")).count())
+          .as("a current store is opened without a backup").isEqualTo(1);
+    }
+    List<com.fasterxml.jackson.databind.node.ObjectNode> ops = SqliteOps.log(d, 10);
+    assertThat(ops).anySatisfy(o -> {
+      assertThat(o.get("op").asText()).isEqualTo("schema-migrated");
+      assertThat(o.get("receipt").get("from").asInt()).isEqualTo(2);
+      assertThat(o.get("receipt").get("backup").asText()).isEqualTo(backup.toAbsolutePath().toString());
+    });
+  }
+
+  @Test
   void a_heartbeat_older_than_the_stale_bound_rotates_the_epoch_at_open_and_a_recent_one_does_not(@TempDir Path d)
       throws Exception {
     Instant t0 = Instant.parse("2026-11-29T12:00:00Z");
@@ -225,7 +308,6 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
           + other + "\"]', '2026-01-01T00:00:00.000Z', '{}', 'sig')");
     }
     assertThat(push(a, "m1", target(b, "w"))).isInstanceOf(io.mbxrelay.store.PushOutcome.Stored.class);
-    assertThat(push(c, "m2", target(b, "w"))).isEqualTo(new io.mbxrelay.store.PushOutcome.Rejected(
-        "sender not accepted by target"));
+    assertThat(push(c, "m2", target(b, "w"))).isEqualTo(new io.mbxrelay.store.PushOutcome.Rejected(io.mbxrelay.store.RejectReason.parse("sender not accepted by target")));
   }
 }

@@ -133,4 +133,17 @@ class StoreFilesTest {
     assertThatThrownBy(() -> StoreLock.acquire(dir, 0)).hasMessageContaining("is a symbolic link");
     assertThat(target).doesNotExist();
   }
+
+  @Test
+  void an_empty_lock_file_from_a_failed_first_start_is_no_trace_of_a_store_but_a_held_lock_is(@TempDir Path tmp)
+      throws Exception {
+    Path dir = Files.createDirectory(tmp.resolve("store"), PosixFilePermissions.asFileAttribute(StoreFiles.OWNER_DIR));
+    Files.createFile(dir.resolve("relay.lock")); // what a first start that failed before taking the lock leaves
+    assertThat(StoreFiles.refuseLostStore(dir, false, 0L)).isEmpty();
+    try (StoreLock held = StoreLock.acquire(dir, 0)) {
+      assertThat(Files.size(dir.resolve("relay.lock"))).isPositive();
+    }
+    assertThatThrownBy(() -> StoreFiles.refuseLostStore(dir, false, 0L))
+        .isInstanceOf(StoreRefusedException.class).hasMessageContaining("found relay.lock");
+  }
 }

@@ -90,7 +90,7 @@ class StoreReviewRegressionTest {
           Hashes.sha256Hex(wire), List.of(new StoreCommand.V1Target(a, "laptop")), null));
       // v2 push refuses the same target:
       assertThat(st.execute(new StoreCommand.Push(s, "sender", "envelope", "x", List.of(t(a, "w")))))
-          .isEqualTo(new PushOutcome.Rejected("target not enrolled"));
+          .isEqualTo(new PushOutcome.Rejected(io.mbxrelay.store.RejectReason.parse("target not enrolled")));
       assertThat(out).as("v1 push to a revoked key is refused, not reported stored")
           .contains("recipient host not enrolled: laptop");
       assertThat(count(st, "SELECT count(*) FROM items WHERE target_pubkey='" + a + "' AND expires_at IS NULL"))

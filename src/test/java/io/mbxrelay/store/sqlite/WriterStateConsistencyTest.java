@@ -188,10 +188,10 @@ class WriterStateConsistencyTest {
         if (v instanceof PushOutcome.Stored s) {
           k = !s.fresh() ? "duplicate" : s.targets().size() > 1 ? "fresh multi-target" : "fresh";
         } else if (v instanceof PushOutcome.Rejected rj) {
-          k = rj.reason().equals("quota:sender total exceeded") ? "rejected sender total"
-              : rj.reason().equals("quota:relay store full") ? "rejected store full"
-              : rj.reason().startsWith("quota:") ? "rejected quota" : rj.reason().equals("conflict") ? "rejected conflict"
-              : rj.reason().startsWith("sender not accepted") ? "rejected sender" : "rejected other";
+          k = rj.wireText().equals("quota:sender total exceeded") ? "rejected sender total"
+              : rj.wireText().equals("quota:relay store full") ? "rejected store full"
+              : rj.wireText().startsWith("quota:") ? "rejected quota" : rj.wireText().equals("conflict") ? "rejected conflict"
+              : rj.wireText().startsWith("sender not accepted") ? "rejected sender" : "rejected other";
         } else if (r.value() instanceof AckOutcome.Done d && d.deleted() > 0) {
           k = "ack deleted";
         } else if (r.value() instanceof io.mbxrelay.store.RotateOutcome.Moved) {
