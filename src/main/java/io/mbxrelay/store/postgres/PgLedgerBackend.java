@@ -267,9 +267,13 @@ public final class PgLedgerBackend implements LedgerBackend {
     }
   }
 
+  /**
+   * Nothing to do: the store's listener applies every other instance's enrolment change as its notification arrives
+   * (milliseconds after that COMMIT), and reloads the whole table after a lost connection.
+   */
   @Override
-  public void refresh() throws StoreException {
-    store.reloadEnrolments();
+  public void refresh() {
+    // see the listener in PgStore
   }
 
   @Override
@@ -322,6 +326,9 @@ public final class PgLedgerBackend implements LedgerBackend {
 
   @Override
   public Optional<Enrolment> enrolment(String hostPubkey) throws StoreException {
+    if (conn == null) {
+      return outside(() -> enrolment(hostPubkey));
+    }
     try (PreparedStatement ps = c().prepareStatement("SELECT " + ENROLMENT_COLUMNS
         + " FROM enrolments WHERE host_pubkey = ?")) {
       ps.setString(1, hostPubkey);
@@ -356,11 +363,13 @@ public final class PgLedgerBackend implements LedgerBackend {
   }
 
   @Override
-  public void revoke(String hostPubkey, String atIso) throws StoreException {
+  public boolean revoke(String hostPubkey, String atIso) throws StoreException {
     if (update("UPDATE enrolments SET revoked_at = ? WHERE host_pubkey = ? AND revoked_at IS NULL", atIso,
         hostPubkey) > 0) {
       tx.enrolmentsChanged.add(hostPubkey);
+      return true;
     }
+    return false;
   }
 
   @Override
@@ -559,7 +568,29 @@ public final class PgLedgerBackend implements LedgerBackend {
 
   @Override
   public long nextSeq(String target) throws StoreException {
+    if (conn == null) {
+      return outside(() -> {
+        Long next = queryString("SELECT next_seq FROM seqs WHERE target_pubkey = ?", target) == null ? null
+            : queryLong("SELECT next_seq FROM seqs WHERE target_pubkey = ?", target);
+        return next == null ? 1L : next;
+      });
+    }
     return lockTarget(target);
+  }
+
+  @FunctionalInterface
+  private interface InTx<T> {
+    T run() throws StoreException;
+  }
+
+  /** A read outside the writer's transaction (headSeq, enrolment lookups of the ledger's callers): its own one. */
+  private <T> T outside(InTx<T> read) throws StoreException {
+    begin();
+    try {
+      return read.run();
+    } finally {
+      rollback();
+    }
   }
 
   @Override
