@@ -54,7 +54,8 @@ final class OpsCommands {
           + "or continuous archiving (base backup + WAL) for point-in-time recovery";
       case "restore" -> "stop every relay instance, restore with PostgreSQL's tools into an empty database, e.g.\n"
           + "  pg_restore --dbname=\"$NEW_DATABASE_URL\" relay.dump\n"
-          + "then run 'mbxrelay rotate-epoch' against it (hosts re-push what they hold and pull again from 0)";
+          + "then rotate the epoch there, as rotate-epoch does on SQLite (hosts re-push what they hold and pull again):\n"
+          + "  UPDATE meta SET v = gen_random_uuid()::text WHERE k = 'epoch';";
       case "rotate-epoch" -> "stop every relay instance, then in the database:\n"
           + "  UPDATE meta SET v = gen_random_uuid()::text WHERE k = 'epoch';\n"
           + "(docs/scale-out.md \"Backup, restore, check\")";

@@ -416,6 +416,10 @@ public final class ConfigLoader {
       v.add("store.url must be jdbc:postgresql://HOST[:PORT]/DATABASE[?PARAMS] (is \"" + s.url().replaceAll("\\?.*$", "?…")
           + "\")");
     }
+    if (s.poolSize() < s.readPoolSize() + 2) {
+      v.add("store.poolSize (" + s.poolSize() + ") must be at least store.readPoolSize + 2 (" + (s.readPoolSize() + 2)
+          + "): the readers, the writer and the readiness probe each hold a connection");
+    }
     if (hasPassword && hasPasswordFile) {
       v.add("store.password and store.passwordFile are both set; set one");
     } else if (hasPasswordFile && !Files.isReadable(Path.of(s.passwordFile()))) {
