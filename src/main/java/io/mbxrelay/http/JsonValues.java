@@ -80,4 +80,22 @@ final class JsonValues {
       }
     }
   }
+
+  /** JS truthiness of a JSON member: absent, null, {@code ""}, {@code false}, 0 and NaN are false. */
+  static boolean truthy(JsonNode n) {
+    if (n == null || n.isNull() || n.isMissingNode()) {
+      return false;
+    }
+    if (n.isTextual()) {
+      return !n.textValue().isEmpty();
+    }
+    if (n.isBoolean()) {
+      return n.booleanValue();
+    }
+    if (n.isNumber()) {
+      double d = n.doubleValue();
+      return d != 0 && !Double.isNaN(d);
+    }
+    return true;
+  }
 }

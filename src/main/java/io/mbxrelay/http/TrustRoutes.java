@@ -50,11 +50,11 @@ final class TrustRoutes {
   static final RelayError NON_FINITE = RelayError.badRequest("request body has a number out of range");
 
   private final RelayServices s;
-  private final RelayRoutes core;
+  private final EnrolmentRoutes enrolment;
 
-  TrustRoutes(RelayServices services, RelayRoutes core) {
+  TrustRoutes(RelayServices services, EnrolmentRoutes enrolment) {
     this.s = Objects.requireNonNull(services);
-    this.core = Objects.requireNonNull(core);
+    this.enrolment = Objects.requireNonNull(enrolment);
   }
 
   void mountBeforeHop(Router r) {
@@ -81,8 +81,8 @@ final class TrustRoutes {
   // ---- sender allowlist (docs/protocol.md §4.3) ----
 
   private void senders(RoutingContext ctx) {
-    Enrolment caller = ctx.get(RelayRoutes.CALLER);
-    ObjectNode body = RelayRoutes.bodyObject(ctx);
+    Enrolment caller = ctx.get(HopAuthHandler.CALLER);
+    ObjectNode body = HttpAnswers.bodyObject(ctx);
     JsonNode list = body.get("list");
     RelayError bad = RelayError.badRequest("bad sender list");
     if (list == null || !list.isObject() || !list.path("v").isNumber() || list.path("v").doubleValue() != 1
@@ -103,7 +103,7 @@ final class TrustRoutes {
       }
       senders.add(KeySpelling.canonical(k.textValue()).orElseThrow()); // 4 spellings of one key are one sender
     }
-    if (iatMs.getAsLong() > core.now() + FUTURE_SKEW_MS) {
+    if (iatMs.getAsLong() > s.clock().millis() + FUTURE_SKEW_MS) {
       throw RelayError.badRequest("sender list iat is in the future");
     }
     String sig = text(body.get("sig"));
@@ -114,7 +114,7 @@ final class TrustRoutes {
     s.writes().send(new StoreCommand.PublishSenders(caller.hostPubkey(), new ArrayList<>(senders), iat,
         iatMs.getAsLong(), CanonicalJson.canonicalize(list), sig)).onSuccess(outcome -> {
           if (outcome == SendersOutcome.STORED) {
-            RelayRoutes.ok(ctx, okTrue());
+            HttpAnswers.ok(ctx, okTrue());
           } else {
             ctx.fail(new RelayError(409, "a newer sender list is already stored", null));
           }
@@ -124,11 +124,11 @@ final class TrustRoutes {
   // ---- enc-key ads (docs/protocol.md §4.2) ----
 
   private void encKeyV1(RoutingContext ctx) {
-    Enrolment caller = ctx.get(RelayRoutes.CALLER);
-    ObjectNode body = RelayRoutes.bodyObject(ctx);
+    Enrolment caller = ctx.get(HopAuthHandler.CALLER);
+    ObjectNode body = HttpAnswers.bodyObject(ctx);
     JsonNode encPub = body.get("enc_pub");
     JsonNode sig = body.get("sig");
-    if (!RelayRoutes.truthy(encPub) || !RelayRoutes.truthy(sig)) {
+    if (!JsonValues.truthy(encPub) || !JsonValues.truthy(sig)) {
       throw RelayError.badRequest("enc_pub and sig required");
     }
     JsonNode host = body.get("host");
@@ -147,7 +147,7 @@ final class TrustRoutes {
     }
     String enc = encPub.isTextual() ? encPub.textValue() : CanonicalJson.canonicalize(encPub);
     s.writes().send(new StoreCommand.PublishEncAdV1(caller.hostPubkey(), caller.hostName(), enc, sig.textValue()))
-        .onSuccess(v -> RelayRoutes.ok(ctx, okTrue())).onFailure(ctx::fail);
+        .onSuccess(v -> HttpAnswers.ok(ctx, okTrue())).onFailure(ctx::fail);
   }
 
   private static RelayError adRefused(String reason) {
@@ -155,8 +155,8 @@ final class TrustRoutes {
   }
 
   private void encKeyV2(RoutingContext ctx) {
-    Enrolment caller = ctx.get(RelayRoutes.CALLER);
-    ObjectNode body = RelayRoutes.bodyObject(ctx);
+    Enrolment caller = ctx.get(HopAuthHandler.CALLER);
+    ObjectNode body = HttpAnswers.bodyObject(ctx);
     String sig = text(body.get("sig"));
     if (sig == null || sig.isEmpty()) {
       throw adRefused("unsigned");
@@ -190,7 +190,7 @@ final class TrustRoutes {
     if (iatMs.isEmpty() || expMs.isEmpty()) {
       throw adRefused("malformed");
     }
-    long now = core.now();
+    long now = s.clock().millis();
     if (iatMs.getAsLong() > now + FUTURE_SKEW_MS) {
       throw adRefused("not yet valid");
     }
@@ -205,7 +205,7 @@ final class TrustRoutes {
     s.writes().send(new StoreCommand.PublishEncAdV2(caller.hostPubkey(), CanonicalJson.canonicalize(ad), sig))
         .onSuccess(stored -> {
           if (Boolean.TRUE.equals(stored)) {
-            RelayRoutes.ok(ctx, okTrue());
+            HttpAnswers.ok(ctx, okTrue());
           } else {
             ctx.fail(adRefused(AD_NOT_NEWER));
           }
@@ -213,7 +213,7 @@ final class TrustRoutes {
   }
 
   private void encKeyGet(RoutingContext ctx) {
-    Enrolment caller = ctx.get(RelayRoutes.CALLER);
+    Enrolment caller = ctx.get(HopAuthHandler.CALLER);
     QueryParams q = QueryParams.parse(ctx.request().query());
     String pubkey = q.get("pubkey");
     String host = q.get("host");
@@ -253,7 +253,7 @@ final class TrustRoutes {
             out.set("ad", rec);
             out.put("ad_sig", a.v2Sig());
           }
-          RelayRoutes.ok(ctx, out);
+          HttpAnswers.ok(ctx, out);
         }).onFailure(ctx::fail);
   }
 
@@ -270,16 +270,16 @@ final class TrustRoutes {
   }
 
   private void rotate(RoutingContext ctx) {
-    if (core.rateLimited(ctx)) {
+    if (enrolment.rateLimited(ctx)) {
       return;
     }
-    ObjectNode body = RelayRoutes.bodyObject(ctx);
+    ObjectNode body = HttpAnswers.bodyObject(ctx);
     JsonNode rotation = body.get("rotation");
     JsonNode rec = rotation != null && rotation.isObject() ? rotation.get("rec") : null;
     String oldPub = rec != null && rec.isObject() ? text(rec.get("old_pub")) : null;
     Future<Optional<Enrolment>> old = oldPub == null ? Future.succeededFuture(Optional.empty())
         : s.reads().enrolment(KeySpelling.canonicalOrSelf(oldPub));
-    old.onSuccess(RelayRoutes.guarded(ctx, o -> {
+    old.onSuccess(HttpAnswers.guarded(ctx, o -> {
       if (o.isEmpty() || !o.get().live()) {
         ctx.fail(new RelayError(404, "the rotated key is not enrolled here", null));
         return;
@@ -321,7 +321,7 @@ final class TrustRoutes {
           .onSuccess(outcome -> {
             if (outcome instanceof RotateOutcome.Moved m) {
               s.metrics().revocations(io.mbxrelay.metrics.RelayMetrics.RevocationCause.ROTATION, 1);
-              RelayRoutes.ok(ctx, Json.MAPPER.createObjectNode().put("moved", m.moved()));
+              HttpAnswers.ok(ctx, Json.MAPPER.createObjectNode().put("moved", m.moved()));
             } else if (outcome instanceof RotateOutcome.NotEnrolled) {
               ctx.fail(new RelayError(404, "the rotated key is not enrolled here", null));
             } else if (outcome instanceof RotateOutcome.NamesAnotherHost) {
@@ -350,14 +350,14 @@ final class TrustRoutes {
           arr.addObject().put("kind", d.kind()).put("value", d.value()).put("note", d.note())
               .put("added_at", d.addedAt());
         }
-        RelayRoutes.ok(ctx, out);
+        HttpAnswers.ok(ctx, out);
       }).onFailure(ctx::fail);
       return;
     }
     if (m != HttpMethod.POST && m != HttpMethod.DELETE) {
       throw new RelayError(405, "method not allowed", null);
     }
-    ObjectNode body = RelayRoutes.bodyObject(ctx);
+    ObjectNode body = HttpAnswers.bodyObject(ctx);
     Optional<DenyKey> entry = DenyKey.of(text(body.get("kind")), text(body.get("value")));
     if (entry.isEmpty()) {
       throw RelayError.badRequest("bad deny entry: " + DenyKey.problem(text(body.get("kind")),
@@ -372,11 +372,11 @@ final class TrustRoutes {
     if (m == HttpMethod.POST) {
       s.writes().send(new StoreCommand.Deny(kind, value, note)).onSuccess(d -> {
         s.metrics().revocations(io.mbxrelay.metrics.RelayMetrics.RevocationCause.DENY, d.revoked());
-        RelayRoutes.ok(ctx, okTrue().put("kind", kind).put("value", value).put("added", d.added())
+        HttpAnswers.ok(ctx, okTrue().put("kind", kind).put("value", value).put("added", d.added())
             .put("revoked", d.revoked()));
       }).onFailure(ctx::fail);
     } else {
-      s.writes().send(new StoreCommand.Undeny(kind, value)).onSuccess(removed -> RelayRoutes.ok(ctx,
+      s.writes().send(new StoreCommand.Undeny(kind, value)).onSuccess(removed -> HttpAnswers.ok(ctx,
           okTrue().put("kind", kind).put("value", value).put("removed", removed))).onFailure(ctx::fail);
     }
   }

@@ -48,8 +48,8 @@ final class V1Routes {
   // ---- push ----
 
   private void push(RoutingContext ctx) {
-    Enrolment caller = ctx.get(RelayRoutes.CALLER);
-    ObjectNode body = RelayRoutes.bodyObject(ctx);
+    Enrolment caller = ctx.get(HopAuthHandler.CALLER);
+    ObjectNode body = HttpAnswers.bodyObject(ctx);
     JsonNode envelopes = body.get("envelopes");
     if (envelopes == null || !envelopes.isArray()) {
       throw RelayError.badRequest("bad batch");
@@ -138,13 +138,13 @@ final class V1Routes {
     if (error != null) {
       out.put("error", error);
     }
-    RelayRoutes.answer(ctx, error != null && stored == 0 ? 413 : 200, Json.stringify(out));
+    HttpAnswers.answer(ctx, error != null && stored == 0 ? 413 : 200, Json.stringify(out));
   }
 
   // ---- pull ----
 
   private void pull(RoutingContext ctx) {
-    Enrolment caller = ctx.get(RelayRoutes.CALLER);
+    Enrolment caller = ctx.get(HopAuthHandler.CALLER);
     double afterN = Math.floor(JsNumber.ofString(QueryParams.parse(ctx.request().query()).get("after")));
     long after = Double.isNaN(afterN) || afterN < 0 ? 0 : (long) Math.min(afterN, JsNumber.MAX_SAFE);
     s.reads().pull(caller.hostPubkey(), after, s.config().limits().maxPull(), s.config().limits().maxPullBytes())
@@ -169,17 +169,17 @@ final class V1Routes {
             n.put("from", it.senderHost());
           }
           out.put("cursor", page.more() ? last : page.headSeq());
-          RelayRoutes.ok(ctx, out);
+          HttpAnswers.ok(ctx, out);
         }).onFailure(ctx::fail);
   }
 
   // ---- ack ----
 
   private void ack(RoutingContext ctx) {
-    Enrolment caller = ctx.get(RelayRoutes.CALLER);
-    ObjectNode body = RelayRoutes.bodyObject(ctx);
+    Enrolment caller = ctx.get(HopAuthHandler.CALLER);
+    ObjectNode body = HttpAnswers.bodyObject(ctx);
     s.writes().send(new StoreCommand.AckV1(caller.hostPubkey(), JsNumber.safeFloor(JsNumber.of(body.get("cursor")))))
-        .onSuccess(c -> RelayRoutes.ok(ctx, Json.MAPPER.createObjectNode().put("ok", true)))
+        .onSuccess(c -> HttpAnswers.ok(ctx, Json.MAPPER.createObjectNode().put("ok", true)))
         .onFailure(ctx::fail);
   }
 }

@@ -5,7 +5,7 @@ import java.util.Locale;
 /**
  * Bounded reason class of a rejected push item, the {@code reason} label of {@link RelayMetrics#ITEMS_REJECTED}. The
  * wire texts (docs/protocol.md §3 push v2, "rejected:&lt;why&gt;") carry host names and free text, so they never become label
- * values; {@link #classify(String)} maps each text to one of these fixed classes.
+ * values; each typed reason ({@link io.mbxrelay.store.RejectReason}) names one of these fixed classes ({@link #of}).
  */
 public enum RejectReason {
   /** {@code rate}: the sender's push window is exhausted. */
@@ -30,7 +30,7 @@ public enum RejectReason {
   CONFLICT,
   /** {@code quota:…}. */
   QUOTA,
-  /** Any text not listed above (a new reason added without a class here). */
+  /** No reason names it today; kept so the series exists for dashboards that sum every class. */
   OTHER;
 
   /** The label value: lower-case enum name, e.g. {@code not_enrolled}. */
@@ -39,49 +39,13 @@ public enum RejectReason {
   }
 
   /**
-   * Maps a reject text (what follows {@code rejected:}) to its class. Pure; safe on any thread.
+   * The class of a typed reject reason (its {@link io.mbxrelay.store.RejectReason#metricLabel()}). Pure; safe on any
+   * thread.
    *
-   * @param why the reject text, may be null
-   * @return its class, {@link #OTHER} when unknown
+   * @param reason the ledger's or the edge's reason
+   * @return its class
    */
-  public static RejectReason classify(String why) {
-    if (why == null) {
-      return OTHER;
-    }
-    switch (why) {
-      case "rate":
-        return RATE;
-      case "bad item id":
-      case "bad kind":
-      case "bad targets":
-        return BAD_ITEM;
-      case "bad wire":
-        return BAD_WIRE;
-      case "target not enrolled":
-        return NOT_ENROLLED;
-      case "sender not accepted by target":
-        return SENDER_NOT_ACCEPTED;
-      case "duplicate target":
-        return DUPLICATE_TARGET;
-      case "item over size limit":
-        return SIZE;
-      case "item id is not the envelope id":
-      case "envelope body is not sealed":
-        return ENVELOPE;
-      case "bad receipt":
-      case "item id is not the receipt id":
-      case "receipt is not signed by the sending host":
-        return RECEIPT;
-      case "conflict":
-        return CONFLICT;
-      default:
-        if (why.startsWith("bad envelope")) {
-          return ENVELOPE;
-        }
-        if (why.startsWith("quota:")) {
-          return QUOTA;
-        }
-        return OTHER;
-    }
+  public static RejectReason of(io.mbxrelay.store.RejectReason reason) {
+    return valueOf(reason.metricLabel().toUpperCase(Locale.ROOT));
   }
 }

@@ -415,13 +415,13 @@ public final class RelayMetrics implements AutoCloseable {
    * @param reason the ledger's or the edge's reason
    */
   public void itemRejected(io.mbxrelay.store.RejectReason reason) {
-    itemRejected(RejectReason.valueOf(reason.metricLabel().toUpperCase(java.util.Locale.ROOT)));
+    itemRejected(RejectReason.of(reason));
   }
 
   /**
    * One push item answered {@code rejected:<why>}.
    *
-   * @param reason its class ({@link RejectReason#classify(String)})
+   * @param reason its class ({@link RejectReason#of})
    */
   public void itemRejected(RejectReason reason) {
     rejected.get(reason).increment();

@@ -55,6 +55,8 @@ public final class RelayLedger implements RelayStore {
   private final Set<String> newItemTargets = new HashSet<>();
   private long lastIsoMs;
   private String lastIso;
+  /** Savepoints open in the running transaction. */
+  private int depth;
   /** How deny-list changes came in, for their ops-log entries. */
   private String denyVia = "/admin/deny";
 
@@ -113,11 +115,6 @@ public final class RelayLedger implements RelayStore {
   }
 
   @Override
-  public java.nio.file.Path file() {
-    throw new UnsupportedOperationException("the ledger has no file; ask the backend");
-  }
-
-  @Override
   public List<CommandResult> execute(List<? extends StoreCommand<?>> commands) throws StoreException {
     if (commands.isEmpty()) {
       return List.of();
@@ -135,6 +132,7 @@ public final class RelayLedger implements RelayStore {
   }
 
   private List<CommandResult> runOnce(List<? extends StoreCommand<?>> commands) throws StoreException {
+    depth = 0;
     backend.begin();
     List<CommandResult> results = new ArrayList<>(commands.size());
     try {
@@ -170,21 +168,44 @@ public final class RelayLedger implements RelayStore {
   }
 
   private CommandResult runInSavepoint(StoreCommand<?> command) throws StoreException {
-    backend.savepoint();
+    int mark = depth;
+    savepoint();
     try {
       Object value = command.applyTo(rules);
-      backend.release();
+      release();
       return new CommandResult(value, null);
     } catch (StoreException e) {
       if (e.kind() != StoreException.Kind.INTERNAL || e.retryable()) {
         throw e; // I/O, corruption or a lost race: the whole transaction is suspect
       }
-      backend.rollbackToSavepoint();
+      undoTo(mark);
       return new CommandResult(null, e);
     } catch (RuntimeException e) {
-      backend.rollbackToSavepoint();
+      undoTo(mark);
       LOG.error("store command failed [command: {}]", command.getClass().getSimpleName(), e);
       return new CommandResult(null, new StoreException(StoreException.Kind.INTERNAL, "command failed", e));
+    }
+  }
+
+  private void savepoint() throws StoreException {
+    backend.savepoint();
+    depth++;
+  }
+
+  private void release() throws StoreException {
+    backend.release();
+    depth--;
+  }
+
+  private void rollbackToSavepoint() throws StoreException {
+    backend.rollbackToSavepoint();
+    depth--;
+  }
+
+  /** Rolls back every savepoint opened since {@code mark} (a command that failed inside an item's savepoint). */
+  private void undoTo(int mark) throws StoreException {
+    while (depth > mark) {
+      rollbackToSavepoint();
     }
   }
 
@@ -330,7 +351,7 @@ public final class RelayLedger implements RelayStore {
       String expiresAt = IsoTime.format(now + limits.retentionMs());
       boolean multi = targets.size() > 1;
       if (multi) {
-        backend.savepoint();
+        savepoint();
       }
       boolean fresh = false;
       String earliest = null;
@@ -366,7 +387,7 @@ public final class RelayLedger implements RelayStore {
         }
       }
       if (multi) {
-        backend.release();
+        release();
       }
       return new PushOutcome.Stored(fresh, out, fresh ? nowIso : earliest, backend.epoch());
     }
@@ -374,7 +395,7 @@ public final class RelayLedger implements RelayStore {
     /** Refuses an item; a multi-target one is rolled back to its savepoint (its seqs and counts too). */
     private PushOutcome rejectItem(boolean multi, RejectReason reason, String detail) throws StoreException {
       if (multi) {
-        backend.rollbackToSavepoint();
+        rollbackToSavepoint();
       }
       return new PushOutcome.Rejected(reason, detail);
     }
@@ -714,12 +735,12 @@ public final class RelayLedger implements RelayStore {
       }
       long now = clock.millis();
       String nowIso = iso(now);
-      backend.savepoint();
+      savepoint();
       for (int i : missing) {
         StoreCommand.V1Target t = p.targets().get(i);
         String quota = quotaFailure(p.senderPubkey(), enrolled.get(i), p.wire().length);
         if (quota != null) {
-          backend.rollbackToSavepoint(); // all or nothing, seqs too
+          rollbackToSavepoint(); // all or nothing, seqs too
           return Optional.of(quota);
         }
         long seq = allocateSeq(t.hostPubkey(), now);
@@ -728,7 +749,7 @@ public final class RelayLedger implements RelayStore {
         backend.insertDedup(new DedupRow(p.senderPubkey(), p.envelopeId(), t.hostPubkey(), p.wireHash(), seq,
             nowIso));
       }
-      backend.release();
+      release();
       return Optional.empty();
     }
 

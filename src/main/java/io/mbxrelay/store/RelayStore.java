@@ -1,17 +1,16 @@
 package io.mbxrelay.store;
 
-import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
 
 /**
- * The relay's durable state (docs/protocol.md §7.2): enrolments, items with dedup and seq allocation, acks, epoch and meta.
- * The protocol talks to its state only through this interface, so another backend can replace SQLite without
- * touching the protocol.
+ * The relay's durable state as the writer sees it (docs/protocol.md §7.2): it runs {@link StoreCommand}s in group
+ * commits. {@link RelayLedger} is the implementation, over any {@link LedgerBackend} (docs/architecture.md "Store:
+ * ledger and backends"); {@code store.sqlite.SqliteRelayStore} is the ledger over SQLite opened from a store directory.
  *
  * <p>Threading: one instance is owned by exactly one thread, the writer (in the server: the
- * {@code StoreWriterVerticle}'s single worker thread; in the CLI: the main thread). The server's hot read paths
- * (pull, info, hop lookups) do not use this interface but read-only connections of their own.
+ * {@code StoreWriterVerticle}'s single worker thread; in the CLI: the main thread). The server's reads (pull, info,
+ * lookups) go through {@link RelayReads}; hop checks read the {@link EnrolmentCache}.
  */
 public interface RelayStore extends AutoCloseable {
 
@@ -26,9 +25,6 @@ public interface RelayStore extends AutoCloseable {
 
   /** The relay public key this store is pinned to (base64, 44 chars). */
   String relayPubkey();
-
-  /** The database file. */
-  Path file();
 
   /**
    * Runs the commands in one transaction, each in its own savepoint, then commits once (group commit). A command

@@ -113,17 +113,17 @@ class RelayMetricsTest {
   }
 
   @Test
-  void every_reject_text_of_wire_md_maps_to_its_bounded_class() {
-    assertThat(RejectReason.classify("rate")).isEqualTo(RejectReason.RATE);
-    assertThat(RejectReason.classify("bad kind")).isEqualTo(RejectReason.BAD_ITEM);
-    assertThat(RejectReason.classify("bad targets")).isEqualTo(RejectReason.BAD_ITEM);
-    assertThat(RejectReason.classify("sender not accepted by target")).isEqualTo(RejectReason.SENDER_NOT_ACCEPTED);
-    assertThat(RejectReason.classify("item id is not the envelope id")).isEqualTo(RejectReason.ENVELOPE);
-    assertThat(RejectReason.classify("envelope body is not sealed")).isEqualTo(RejectReason.ENVELOPE);
-    assertThat(RejectReason.classify("item id is not the receipt id")).isEqualTo(RejectReason.RECEIPT);
-    assertThat(RejectReason.classify("receipt is not signed by the sending host")).isEqualTo(RejectReason.RECEIPT);
-    assertThat(RejectReason.classify("quota:owner queue bytes exceeded for some-host")).isEqualTo(RejectReason.QUOTA);
-    assertThat(RejectReason.classify("host not paired")).isEqualTo(RejectReason.OTHER);
-    assertThat(RejectReason.classify(null)).isEqualTo(RejectReason.OTHER);
+  void every_reject_text_maps_to_its_bounded_class() {
+    Map<String, RejectReason> expected = Map.of("rate", RejectReason.RATE, "bad kind", RejectReason.BAD_ITEM,
+        "bad targets", RejectReason.BAD_ITEM, "sender not accepted by target", RejectReason.SENDER_NOT_ACCEPTED,
+        "item id is not the envelope id", RejectReason.ENVELOPE, "envelope body is not sealed", RejectReason.ENVELOPE,
+        "item id is not the receipt id", RejectReason.RECEIPT, "receipt is not signed by the sending host",
+        RejectReason.RECEIPT, "quota:owner queue bytes exceeded for some-host", RejectReason.QUOTA,
+        "bad envelope: no body", RejectReason.ENVELOPE);
+    expected.forEach((text, cls) -> assertThat(RejectReason.of(io.mbxrelay.store.RejectReason.parse(text).reason()))
+        .as(text).isEqualTo(cls));
+    for (io.mbxrelay.store.RejectReason r : io.mbxrelay.store.RejectReason.values()) {
+      assertThat(RejectReason.of(r)).as(r.name()).isNotEqualTo(RejectReason.OTHER);
+    }
   }
 }

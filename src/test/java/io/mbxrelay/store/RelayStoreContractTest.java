@@ -10,6 +10,7 @@ import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.crypto.Ed25519;
 import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.crypto.Fingerprint;
+import io.mbxrelay.testing.MutableClock;
 import io.mbxrelay.wire.CanonicalJson;
 import io.mbxrelay.wire.Hashes;
 import io.mbxrelay.wire.IsoTime;
@@ -19,7 +20,6 @@ import io.vertx.core.Vertx;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Instant;
-import java.time.ZoneId;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -29,7 +29,6 @@ import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -53,7 +52,7 @@ public abstract class RelayStoreContractTest {
   protected final String b = Ed25519KeyPair.generate().publicKeyB64();
   protected final String c = Ed25519KeyPair.generate().publicKeyB64();
   protected final String d = Ed25519KeyPair.generate().publicKeyB64();
-  protected final TestClock clock = new TestClock();
+  protected final MutableClock clock = new MutableClock(0);
   private RelayReads reads;
 
   /** Opens a fresh, empty store with the given limits and clock. */
@@ -67,35 +66,6 @@ public abstract class RelayStoreContractTest {
 
   protected static RelayConfig.Limits limits(Map<String, String> env) throws Exception {
     return ConfigLoader.load(null, env).limits();
-  }
-
-  /** A clock the test moves; starts at 0. */
-  protected static final class TestClock extends Clock {
-    private final AtomicLong ms = new AtomicLong();
-
-    public void set(long millis) {
-      ms.set(millis);
-    }
-
-    @Override
-    public long millis() {
-      return ms.get();
-    }
-
-    @Override
-    public Instant instant() {
-      return Instant.ofEpochMilli(ms.get());
-    }
-
-    @Override
-    public ZoneId getZone() {
-      return ZoneOffset.UTC;
-    }
-
-    @Override
-    public Clock withZone(ZoneId zone) {
-      return this;
-    }
   }
 
   @BeforeAll
@@ -134,6 +104,11 @@ public abstract class RelayStoreContractTest {
     store.close();
     store = open(limits(env), clock);
     enrolAll();
+  }
+
+  /** Sets the store's clock to {@code ms} (forwards or back). */
+  private void at(long ms) {
+    clock.step(java.time.Duration.ofMillis(ms - clock.millis()));
   }
 
   private void restart() throws Exception {
@@ -197,14 +172,14 @@ public abstract class RelayStoreContractTest {
   @Test
   void a_seq_is_max_of_next_and_now_and_never_goes_back_when_the_clock_does_nor_across_a_restart()
       throws Exception {
-    clock.set(1000);
+    at(1000);
     assertThat(stored(a, "1", target(b, "1")).targets().get(0).seq()).isEqualTo(1000);
-    clock.set(500);
+    at(500);
     assertThat(stored(a, "2", target(b, "2")).targets().get(0).seq()).isEqualTo(1001);
-    clock.set(5000);
+    at(5000);
     assertThat(stored(a, "3", target(b, "3")).targets().get(0).seq()).isEqualTo(5000);
     restart();
-    clock.set(10);
+    at(10);
     assertThat(stored(a, "4", target(b, "4")).targets().get(0).seq()).isEqualTo(5001);
     assertThat(store.headSeq(b)).isEqualTo(5001);
   }
@@ -215,7 +190,7 @@ public abstract class RelayStoreContractTest {
   void dedup_returns_the_original_seq_and_at_and_a_different_hash_is_a_conflict_that_changes_nothing()
       throws Exception {
     PushOutcome.Stored first = stored(a, "m", target(b, "wire"));
-    clock.set(7000);
+    at(7000);
     PushOutcome.Stored again = stored(a, "m", target(b, "wire"));
     assertThat(again.fresh()).isFalse();
     assertThat(again.targets()).isEqualTo(first.targets());
@@ -493,7 +468,7 @@ public abstract class RelayStoreContractTest {
     store.execute(new StoreCommand.PublishEncAdV1(b, "beta", "enc", "sig"));
     assertThat(store.execute(new StoreCommand.Rotate(b, b2, "not-beta"))).isEqualTo(new RotateOutcome.NamesAnotherHost());
     assertThat(store.execute(new StoreCommand.Rotate(b2, b, "beta"))).isEqualTo(new RotateOutcome.NotEnrolled());
-    clock.set(100);
+    at(100);
     assertThat(store.execute(new StoreCommand.Rotate(b, b2, "beta"))).isEqualTo(new RotateOutcome.Moved(2));
 
     Enrolment old = store.enrolment(b).orElseThrow();
@@ -548,7 +523,7 @@ public abstract class RelayStoreContractTest {
     stored(c, "env-2", target(b, "e2"));
     store.execute(new StoreCommand.Deny(DenyKey.HOST_FP, Fingerprint.ofB64(c), "")); // c will not be told
     long now = l.retentionMs() + 1;
-    clock.set(now);
+    at(now);
     SweepCounts counts = store.execute(new StoreCommand.SweepBatch(now, 500, relayPair::signB64));
     assertThat(counts).isEqualTo(new SweepCounts(3, 2, 1, 0, 1, 1, 0, 6));
     assertThat(await(reads().pull(b, 0, 10, 1 << 20)).items()).isEmpty();
@@ -582,11 +557,11 @@ public abstract class RelayStoreContractTest {
     long retention = limits(Map.of()).retentionMs();
     stored(a, "e1", target(b, "1"));
     stored(a, "e2", target(b, "2"));
-    clock.set(retention / 2); // these two do not expire yet and fill a's queue
+    at(retention / 2); // these two do not expire yet and fill a's queue
     stored(b, "fill-1", target(a, "f"));
     stored(c, "fill-2", target(a, "f"));
     long now = retention + 1;
-    clock.set(now);
+    at(now);
     SweepCounts skipped = new SweepCounts(1, 1, 0, 0, 0, 0, 1, 1);
     assertThat(store.execute(new StoreCommand.SweepBatch(now, 1, relayPair::signB64))).isEqualTo(skipped);
     assertThat(store.execute(new StoreCommand.SweepBatch(now, 1, relayPair::signB64))).isEqualTo(skipped);
@@ -605,7 +580,7 @@ public abstract class RelayStoreContractTest {
 
   @Test
   void heartbeat_answers_the_clock_and_log_op_is_stored() throws Exception {
-    clock.set(1234);
+    at(1234);
     assertThat(store.execute(new StoreCommand.Heartbeat())).isEqualTo(1234L);
     assertThat(store.execute(new StoreCommand.LogOp("sweep", "{\"v\":1}"))).isTrue();
   }
@@ -682,13 +657,29 @@ public abstract class RelayStoreContractTest {
     assertThat(store.headSeq(b)).isEqualTo(2);
   }
 
+  @Test
+  void a_command_that_fails_unexpectedly_inside_an_item_rolls_back_all_of_itself_and_only_itself() throws Exception {
+    StoreCommand.Target broken = new StoreCommand.Target(d, null, null, null); // no wire and no finding: a bug
+    List<RelayStore.CommandResult> results = store.execute(List.of(
+        new StoreCommand.PushBatch(List.of(
+            new StoreCommand.Push(a, "s", "envelope", "first", List.of(target(b, "1"))),
+            new StoreCommand.Push(a, "s", "envelope", "second", List.of(target(c, "2"), broken)))),
+        new StoreCommand.Push(a, "s", "envelope", "after", List.of(target(c, "3")))));
+    assertThat(results.get(0).error()).isNotNull();
+    assertThat(results.get(0).error().kind()).isEqualTo(StoreException.Kind.INTERNAL);
+    assertThat(store.headSeq(b)).isZero();
+    assertThat(((PushOutcome.Stored) results.get(1).value()).targets().get(0).seq()).isEqualTo(1);
+    assertThat(await(reads().pull(c, 0, 10, 1 << 20)).items()).extracting(PulledItem::itemId).containsExactly("after");
+    assertThat(stored(a, "first", target(b, "1")).fresh()).isTrue();
+  }
+
   // ---- reads ----
 
   @Test
   void reads_see_enrolments_by_key_and_by_name_case_insensitively_newest_first() throws Exception {
     assertThat(await(reads().enrolment(b))).map(Enrolment::hostName).contains("beta");
     assertThat(await(reads().enrolment(Ed25519KeyPair.generate().publicKeyB64()))).isEmpty();
-    clock.set(5000);
+    at(5000);
     String b2 = Ed25519KeyPair.generate().publicKeyB64();
     store.execute(new StoreCommand.Enrol("BETA", b2, "", null, null));
     assertThat(await(reads().liveByName("Beta", 5))).extracting(Enrolment::hostPubkey).containsExactly(b2, b);
@@ -755,9 +746,9 @@ public abstract class RelayStoreContractTest {
 
   @Test
   void the_deny_list_reads_in_the_order_entries_were_added() throws Exception {
-    clock.set(1000);
+    at(1000);
     store.execute(new StoreCommand.Deny(DenyKey.CLIENT_ID, "zz", "first"));
-    clock.set(2000);
+    at(2000);
     store.execute(new StoreCommand.Deny(DenyKey.CLIENT_ID, "aa", "second"));
     assertThat(await(reads().denyList())).extracting(DenyEntry::value, DenyEntry::note, DenyEntry::addedAt)
         .containsExactly(org.assertj.core.groups.Tuple.tuple("zz", "first", IsoTime.format(1000)),

@@ -2,7 +2,7 @@ package io.mbxrelay.wire;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.mbxrelay.http.RelayRoutes;
+import io.mbxrelay.http.EnrolmentRoutes;
 import java.util.List;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
@@ -21,8 +21,8 @@ class ClientRegexLinearityTest {
     String letters = "a".repeat(N);
     String iso = "2026-01-01T00:00:00.";
     List<Supplier<Object>> runs = List.of(
-        () -> RelayRoutes.HOST_RE.matcher(letters + "!").matches(),
-        () -> RelayRoutes.OWNER_FP_RE.matcher(letters + "!").matches(),
+        () -> EnrolmentRoutes.HOST_RE.matcher(letters + "!").matches(),
+        () -> EnrolmentRoutes.OWNER_FP_RE.matcher(letters + "!").matches(),
         () -> ReceiptCheck.HOST_RE.matcher(letters + "!").matches(),
         () -> EnvelopeCheck.NAME_RE.matcher(letters + "!").matches(),
         () -> IsoTime.parse(iso + digits + "x"),

@@ -7,7 +7,6 @@ import io.mbxrelay.store.RelayLedger;
 import io.mbxrelay.store.RelayStore;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.store.StoreException;
-import java.nio.file.Path;
 import java.time.Clock;
 import java.util.List;
 import java.util.Optional;
@@ -48,12 +47,6 @@ public final class PgRelayStore implements RelayStore {
   @Override
   public String relayPubkey() {
     return ledger.relayPubkey();
-  }
-
-  /** A PostgreSQL store has no file. */
-  @Override
-  public Path file() {
-    throw new UnsupportedOperationException("a PostgreSQL store has no file");
   }
 
   @Override

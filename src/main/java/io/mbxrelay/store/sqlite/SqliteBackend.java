@@ -1105,6 +1105,40 @@ public final class SqliteBackend implements LedgerBackend {
 
   // ==== LedgerBackend ====
 
+  /** A statement sequence against the connection. */
+  @FunctionalInterface
+  private interface Sql<T> {
+    T call() throws SQLException;
+  }
+
+  /** A statement sequence without a result. */
+  @FunctionalInterface
+  private interface SqlRun {
+    void run() throws SQLException;
+  }
+
+  /** Runs {@code call}, mapping a driver failure to the ledger's terms ({@link #fail}). */
+  private <T> T sql(String what, Sql<T> call) throws StoreException {
+    try {
+      return call.call();
+    } catch (SQLException e) {
+      throw fail(what, e);
+    }
+  }
+
+  private void run(String what, SqlRun call) throws StoreException {
+    try {
+      call.run();
+    } catch (SQLException e) {
+      throw fail(what, e);
+    }
+  }
+
+  private static Usage usage(long[] u) {
+    return u == null ? Usage.NONE : new Usage(u[0], u[1]);
+  }
+
+
   private static Enrolment keyOnly(String key) {
     return new Enrolment(key, "", "", null, null, "", "");
   }
@@ -1138,21 +1172,13 @@ public final class SqliteBackend implements LedgerBackend {
 
   @Override
   public void savepoint() throws StoreException {
-    try {
-      statement("SAVEPOINT s").execute();
-    } catch (SQLException e) {
-      throw fail("savepoint failed", e);
-    }
+    run("savepoint failed", () -> statement("SAVEPOINT s").execute());
     savepoints.push(new int[] {state.journal.size(), state.seqJournal.size()});
   }
 
   @Override
   public void release() throws StoreException {
-    try {
-      statement("RELEASE s").execute();
-    } catch (SQLException e) {
-      throw fail("release failed", e);
-    }
+    run("release failed", () -> statement("RELEASE s").execute());
     savepoints.pop();
     if (savepoints.isEmpty()) {
       state.journal.clear(); // nothing left to roll back to
@@ -1203,42 +1229,26 @@ public final class SqliteBackend implements LedgerBackend {
 
   @Override
   public void refresh() throws StoreException {
-    try {
-      followExternalChanges();
-    } catch (SQLException e) {
-      throw fail("refresh failed", e);
-    }
+    run("refresh failed", this::followExternalChanges);
   }
 
   // ---- meta and ops log ----
 
   @Override
   public void putHeartbeat(long nowMs) throws StoreException {
-    try {
-      putMeta("heartbeat", Long.toString(nowMs));
-    } catch (SQLException e) {
-      throw fail("heartbeat failed", e);
-    }
+    run("heartbeat failed", () -> putMeta("heartbeat", Long.toString(nowMs)));
   }
 
   @Override
   public void logOp(String op, String receiptJson, String atIso) throws StoreException {
-    try {
-      addOpAt(op, receiptJson, atIso);
-    } catch (SQLException e) {
-      throw fail("ops log failed", e);
-    }
+    run("ops log failed", () -> addOpAt(op, receiptJson, atIso));
   }
 
   // ---- enrolments ----
 
   @Override
   public Optional<Enrolment> enrolment(String hostPubkey) throws StoreException {
-    try {
-      return enrolmentRow(hostPubkey);
-    } catch (SQLException e) {
-      throw fail("read failed", e);
-    }
+    return sql("read failed", () -> enrolmentRow(hostPubkey));
   }
 
   /** The row is about to change: read it from the database until COMMIT; account usage counts live hosts only. */
@@ -1436,11 +1446,7 @@ public final class SqliteBackend implements LedgerBackend {
 
   @Override
   public long nextSeq(String target) throws StoreException {
-    try {
-      return nextSeqRow(target);
-    } catch (SQLException e) {
-      throw fail("read failed", e);
-    }
+    return sql("read failed", () -> nextSeqRow(target));
   }
 
   @Override
@@ -1452,11 +1458,8 @@ public final class SqliteBackend implements LedgerBackend {
 
   @Override
   public boolean insertDedup(DedupRow row) throws StoreException {
-    try {
-      return insertDedupRow(row.sender(), row.itemId(), row.target(), row.wireHash(), row.seq(), row.acceptedAt());
-    } catch (SQLException e) {
-      throw fail("dedup insert failed", e);
-    }
+    return sql("dedup insert failed", () -> insertDedupRow(row.sender(), row.itemId(), row.target(), row.wireHash(),
+        row.seq(), row.acceptedAt()));
   }
 
   @Override
@@ -1500,22 +1503,14 @@ public final class SqliteBackend implements LedgerBackend {
 
   @Override
   public void insertItem(Enrolment target, ItemRow it) throws StoreException {
-    try {
-      insertItemRow(it.target(), it.seq(), it.kind(), it.itemId(), it.sender(), it.senderHost(), it.wire(),
-          it.wireHash(), it.acceptedAt(), it.expiresAt());
-    } catch (SQLException e) {
-      throw fail("item insert failed", e);
-    }
+    run("item insert failed", () -> insertItemRow(it.target(), it.seq(), it.kind(), it.itemId(), it.sender(),
+        it.senderHost(), it.wire(), it.wireHash(), it.acceptedAt(), it.expiresAt()));
     countRows(target, it.sender(), 1, it.wire().length);
   }
 
   @Override
   public int deleteThrough(String target, long through) throws StoreException {
-    try {
-      return deleteThroughRows(target, through);
-    } catch (SQLException e) {
-      throw fail("delete failed", e);
-    }
+    return sql("delete failed", () -> deleteThroughRows(target, through));
   }
 
   @Override
@@ -1618,52 +1613,30 @@ public final class SqliteBackend implements LedgerBackend {
 
   @Override
   public Usage targetUsage(String target) throws StoreException {
-    try {
+    return sql("read failed", () -> {
       WriterState.TargetUsage u = usage(target);
       return new Usage(u.items, u.bytes);
-    } catch (SQLException e) {
-      throw fail("read failed", e);
-    }
+    });
   }
 
   @Override
   public Usage senderShare(String target, String sender) throws StoreException {
-    try {
-      long[] s = senders(target, usage(target)).get(sender);
-      return s == null ? Usage.NONE : new Usage(s[0], s[1]);
-    } catch (SQLException e) {
-      throw fail("read failed", e);
-    }
+    return sql("read failed", () -> usage(senders(target, usage(target)).get(sender)));
   }
 
   @Override
   public Usage accountUsage(String account) throws StoreException {
-    try {
-      long[] a = accountUsageRow(account);
-      return new Usage(a[0], a[1]);
-    } catch (SQLException e) {
-      throw fail("read failed", e);
-    }
+    return sql("read failed", () -> usage(accountUsageRow(account)));
   }
 
   @Override
   public Usage senderTotal(String sender) throws StoreException {
-    try {
-      long[] t = senderTotalRow(sender);
-      return new Usage(t[0], t[1]);
-    } catch (SQLException e) {
-      throw fail("read failed", e);
-    }
+    return sql("read failed", () -> usage(senderTotalRow(sender)));
   }
 
   @Override
   public Usage storeTotals() throws StoreException {
-    try {
-      long[] t = storeTotalsRow();
-      return new Usage(t[0], t[1]);
-    } catch (SQLException e) {
-      throw fail("read failed", e);
-    }
+    return sql("read failed", () -> usage(storeTotalsRow()));
   }
 
   // ---- helpers ----

@@ -159,7 +159,7 @@ public final class SqliteRelayStore implements RelayStore {
     return ledger.relayPubkey();
   }
 
-  @Override
+  /** The database file ({@code relay.db}). */
   public Path file() {
     return backend.file();
   }
