@@ -79,6 +79,20 @@ public final class PgLedgerBackend implements LedgerBackend {
     long storeBytes;
     /** Keys whose enrolment rows changed (cache refresh and NOTIFY at COMMIT). */
     Set<String> enrolmentsChanged = new LinkedHashSet<>();
+    /** Enrolment rows read (and share-locked) in this transaction and not changed by it since. */
+    Map<String, Optional<Enrolment>> enrolments = new HashMap<>();
+    /** Queue counters {items, bytes} of locked targets, as this transaction sees them. */
+    Map<String, long[]> targetUsage = new HashMap<>();
+    /** Counters of (target, sender) in a locked target, as this transaction sees them. */
+    Map<String, long[]> senderShare = new HashMap<>();
+    /** Committed per-sender totals as first read in this transaction (the changes are in senderDelta). */
+    Map<String, long[]> senderCommitted = new HashMap<>();
+    /** Per-account counters as this transaction sees them (dropped on any delete or enrolment change). */
+    Map<String, long[]> accountUsage = new HashMap<>();
+    /** Committed store totals as first read in this transaction, or null. */
+    long[] storeCommitted;
+    /** Allowlists read in this transaction and not changed by it since. */
+    Map<String, Optional<Set<String>>> allowlists = new HashMap<>();
 
     Tx copy() {
       Tx t = new Tx();
@@ -89,7 +103,20 @@ public final class PgLedgerBackend implements LedgerBackend {
       t.storeItems = storeItems;
       t.storeBytes = storeBytes;
       t.enrolmentsChanged = new LinkedHashSet<>(enrolmentsChanged);
+      t.enrolments = new HashMap<>(enrolments);
+      t.targetUsage = deepCopy(targetUsage);
+      t.senderShare = deepCopy(senderShare);
+      t.senderCommitted = deepCopy(senderCommitted);
+      t.accountUsage = deepCopy(accountUsage);
+      t.storeCommitted = storeCommitted == null ? null : storeCommitted.clone();
+      t.allowlists = new HashMap<>(allowlists);
       return t;
+    }
+
+    private static Map<String, long[]> deepCopy(Map<String, long[]> m) {
+      Map<String, long[]> out = new HashMap<>();
+      m.forEach((k, v) -> out.put(k, v.clone()));
+      return out;
     }
   }
 
@@ -329,11 +356,19 @@ public final class PgLedgerBackend implements LedgerBackend {
     if (conn == null) {
       return outside(() -> enrolment(hostPubkey));
     }
+    Optional<Enrolment> known = tx.enrolments.get(hostPubkey);
+    if (known != null) {
+      return known;
+    }
+    // FOR SHARE: a rotation or revocation of this key on another instance waits for this transaction (and one that
+    // came first is seen here), so no item is queued for a key whose queue a rotation already moved.
     try (PreparedStatement ps = c().prepareStatement("SELECT " + ENROLMENT_COLUMNS
-        + " FROM enrolments WHERE host_pubkey = ?")) {
+        + " FROM enrolments WHERE host_pubkey = ? FOR SHARE")) {
       ps.setString(1, hostPubkey);
       try (ResultSet rs = ps.executeQuery()) {
-        return rs.next() ? Optional.of(enrolment(rs)) : Optional.empty();
+        Optional<Enrolment> row = rs.next() ? Optional.of(enrolment(rs)) : Optional.empty();
+        tx.enrolments.put(hostPubkey, row);
+        return row;
       }
     } catch (SQLException e) {
       throw mapped("enrolment", e);
@@ -359,17 +394,23 @@ public final class PgLedgerBackend implements LedgerBackend {
         + " account = excluded.account, authorized_by = excluded.authorized_by, enrolled_at = excluded.enrolled_at,"
         + " revoked_at = NULL", row.hostPubkey(), row.hostName(), row.ownerFp(), row.account(), row.authorizedBy(),
         row.enrolledAt());
-    tx.enrolmentsChanged.add(row.hostPubkey());
+    enrolmentChanged(row.hostPubkey());
   }
 
   @Override
   public boolean revoke(String hostPubkey, String atIso) throws StoreException {
     if (update("UPDATE enrolments SET revoked_at = ? WHERE host_pubkey = ? AND revoked_at IS NULL", atIso,
         hostPubkey) > 0) {
-      tx.enrolmentsChanged.add(hostPubkey);
+      enrolmentChanged(hostPubkey);
       return true;
     }
     return false;
+  }
+
+  private void enrolmentChanged(String key) {
+    tx.enrolmentsChanged.add(key);
+    tx.enrolments.remove(key);
+    tx.accountUsage.clear(); // which targets count for an account may have changed
   }
 
   @Override
@@ -414,7 +455,7 @@ public final class PgLedgerBackend implements LedgerBackend {
   public int revokeByClient(String clientId, String atIso) throws StoreException {
     List<String> keys = queryStrings("UPDATE enrolments SET revoked_at = ? WHERE revoked_at IS NULL AND host_pubkey IN"
         + " (SELECT host_pubkey FROM enrolment_clients WHERE client_id = ?) RETURNING host_pubkey", atIso, clientId);
-    tx.enrolmentsChanged.addAll(keys);
+    keys.forEach(this::enrolmentChanged);
     return keys.size();
   }
 
@@ -440,15 +481,21 @@ public final class PgLedgerBackend implements LedgerBackend {
 
   @Override
   public Optional<Set<String>> allowlist(String target) throws StoreException {
+    Optional<Set<String>> known = tx.allowlists.get(target);
+    if (known != null) {
+      return known;
+    }
     String senders = queryString("SELECT senders FROM sender_lists WHERE target_pubkey = ?", target);
-    if (senders == null) {
-      return Optional.empty();
+    Optional<Set<String>> list = Optional.empty();
+    if (senders != null) {
+      Set<String> out = new LinkedHashSet<>();
+      for (JsonNode n : Json.parse(senders)) {
+        out.add(KeySpelling.canonicalOrSelf(n.asText()));
+      }
+      list = Optional.of(java.util.Collections.unmodifiableSet(out));
     }
-    Set<String> out = new LinkedHashSet<>();
-    for (JsonNode n : Json.parse(senders)) {
-      out.add(KeySpelling.canonicalOrSelf(n.asText()));
-    }
-    return Optional.of(out);
+    tx.allowlists.put(target, list);
+    return list;
   }
 
   @Override
@@ -459,6 +506,7 @@ public final class PgLedgerBackend implements LedgerBackend {
   @Override
   public void putAllowlist(String target, List<String> senders, String iat, String record, String sig)
       throws StoreException {
+    tx.allowlists.clear();
     update("INSERT INTO sender_lists(target_pubkey, senders, iat, record, sig) VALUES(?, ?, ?, ?, ?)"
         + " ON CONFLICT(target_pubkey) DO UPDATE SET senders = excluded.senders, iat = excluded.iat,"
         + " record = excluded.record, sig = excluded.sig", target, Json.stringify(senders), iat, record, sig);
@@ -466,6 +514,7 @@ public final class PgLedgerBackend implements LedgerBackend {
 
   @Override
   public void moveAllowlists(String oldKey, List<String> oldSpellings, String newKey) throws StoreException {
+    tx.allowlists.clear();
     if (exists("SELECT 1 FROM sender_lists WHERE target_pubkey = ?", oldKey)) {
       update("DELETE FROM sender_lists WHERE target_pubkey = ?", newKey);
       update("UPDATE sender_lists SET target_pubkey = ? WHERE target_pubkey = ?", newKey, oldKey);
@@ -686,6 +735,18 @@ public final class PgLedgerBackend implements LedgerBackend {
       throw mapped("insert item", e);
     }
     count(item.sender(), 1, item.bytes());
+    add(tx.targetUsage.get(item.target()), 1, item.bytes());
+    add(tx.senderShare.get(item.target() + " " + item.sender()), 1, item.bytes());
+    if (target != null && target.account() != null && target.live()) {
+      add(tx.accountUsage.get(target.account()), 1, item.bytes());
+    }
+  }
+
+  private static void add(long[] counter, long items, long bytes) {
+    if (counter != null) {
+      counter[0] += items;
+      counter[1] += bytes;
+    }
   }
 
   private void count(String sender, long items, long bytes) {
@@ -714,6 +775,8 @@ public final class PgLedgerBackend implements LedgerBackend {
     }
     update("UPDATE queue_usage SET items = items - ?, bytes = bytes - ? WHERE target_pubkey = ?", items, bytes,
         target);
+    add(tx.targetUsage.get(target), -items, -bytes);
+    tx.accountUsage.clear();
     try (PreparedStatement ps = c().prepareStatement("UPDATE sender_usage SET items = items - ?, bytes = bytes - ?"
         + " WHERE target_pubkey = ? AND sender_pubkey = ?")) {
       for (Map.Entry<String, long[]> e : bySender.entrySet()) {
@@ -723,6 +786,7 @@ public final class PgLedgerBackend implements LedgerBackend {
         ps.setString(4, e.getKey());
         ps.addBatch();
         count(e.getKey(), -e.getValue()[0], -e.getValue()[1]);
+        add(tx.senderShare.get(target + " " + e.getKey()), -e.getValue()[0], -e.getValue()[1]);
       }
       ps.executeBatch();
     } catch (SQLException e) {
@@ -812,34 +876,61 @@ public final class PgLedgerBackend implements LedgerBackend {
   @Override
   public Usage targetUsage(String target) throws StoreException {
     lockTarget(target);
-    return usage("SELECT items, bytes FROM queue_usage WHERE target_pubkey = ?", target);
+    long[] u = tx.targetUsage.get(target);
+    if (u == null) {
+      u = counters("SELECT items, bytes FROM queue_usage WHERE target_pubkey = ?", target);
+      tx.targetUsage.put(target, u);
+    }
+    return new Usage(u[0], u[1]);
   }
 
   @Override
   public Usage senderShare(String target, String sender) throws StoreException {
     lockTarget(target);
-    return usage("SELECT items, bytes FROM sender_usage WHERE target_pubkey = ? AND sender_pubkey = ?", target,
-        sender);
+    String k = target + " " + sender;
+    long[] u = tx.senderShare.get(k);
+    if (u == null) {
+      u = counters("SELECT items, bytes FROM sender_usage WHERE target_pubkey = ? AND sender_pubkey = ?", target,
+          sender);
+      tx.senderShare.put(k, u);
+    }
+    return new Usage(u[0], u[1]);
   }
 
   @Override
   public Usage accountUsage(String account) throws StoreException {
-    return usage("SELECT coalesce(sum(q.items), 0), coalesce(sum(q.bytes), 0) FROM enrolments e"
-        + " JOIN queue_usage q ON q.target_pubkey = e.host_pubkey WHERE e.account = ? AND e.revoked_at IS NULL",
-        account);
+    long[] u = tx.accountUsage.get(account);
+    if (u == null) {
+      u = counters("SELECT coalesce(sum(q.items), 0), coalesce(sum(q.bytes), 0) FROM enrolments e"
+          + " JOIN queue_usage q ON q.target_pubkey = e.host_pubkey WHERE e.account = ? AND e.revoked_at IS NULL",
+          account);
+      tx.accountUsage.put(account, u);
+    }
+    return new Usage(u[0], u[1]);
   }
 
   @Override
   public Usage senderTotal(String sender) throws StoreException {
-    Usage committed = usage("SELECT items, bytes FROM sender_totals WHERE sender_pubkey = ?", sender);
+    long[] committed = tx.senderCommitted.get(sender);
+    if (committed == null) {
+      committed = counters("SELECT items, bytes FROM sender_totals WHERE sender_pubkey = ?", sender);
+      tx.senderCommitted.put(sender, committed);
+    }
     long[] d = tx.senderDelta.getOrDefault(sender, new long[2]);
-    return new Usage(committed.items() + d[0], committed.bytes() + d[1]);
+    return new Usage(committed[0] + d[0], committed[1] + d[1]);
   }
 
   @Override
   public Usage storeTotals() throws StoreException {
-    Usage committed = usage("SELECT coalesce(sum(items), 0), coalesce(sum(bytes), 0) FROM store_totals");
-    return new Usage(committed.items() + tx.storeItems, committed.bytes() + tx.storeBytes);
+    if (tx.storeCommitted == null) {
+      tx.storeCommitted = counters("SELECT coalesce(sum(items), 0), coalesce(sum(bytes), 0) FROM store_totals");
+    }
+    return new Usage(tx.storeCommitted[0] + tx.storeItems, tx.storeCommitted[1] + tx.storeBytes);
+  }
+
+  private long[] counters(String sql, Object... args) throws StoreException {
+    Usage u = usage(sql, args);
+    return new long[] {u.items(), u.bytes()};
   }
 
   @Override

@@ -102,7 +102,10 @@ public final class PgTestServer implements AutoCloseable {
       cmd.addAll(List.of(bin.resolve("bin/postgres").toString(), "-D", dataDir.toString(), "-p", Integer.toString(port),
           "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=", "-c", "max_connections=200",
           "-c", "fsync=" + (durable ? "on" : "off"), "-c", "synchronous_commit=on",
-          "-c", "full_page_writes=" + (durable ? "on" : "off"), "-c", "shared_buffers=64MB"));
+          "-c", "full_page_writes=" + (durable ? "on" : "off"), "-c", "shared_buffers=64MB",
+          // a deadlock between two writers (multi-target pushes naming targets in opposite orders) is found after
+          // this long, then retried by the ledger; the server default is 1 s (docs/scale-out.md "Write discipline")
+          "-c", "deadlock_timeout=100ms"));
       Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
       PgTestServer server = new PgTestServer(dataDir, port, p, log);
       server.awaitReady();
