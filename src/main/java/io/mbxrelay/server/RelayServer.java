@@ -182,22 +182,11 @@ public final class RelayServer implements AutoCloseable {
           config.limits(), config.store().busyTimeoutMs(), config.timers().heartbeatStaleMs(),
           options.acceptLostCommits());
       openedStore = store;
-      if (options.crashPoint() != CrashPoint.NONE) {
-        LOG.warn("test crash harness armed [point: {}]: never use this in production", options.crashPoint());
-        store.commitHook((commands, committed) -> {
-          boolean push = commands.stream()
-              .anyMatch(c -> c instanceof StoreCommand.Push || c instanceof StoreCommand.PushBatch);
-          if (push && committed == (options.crashPoint() == CrashPoint.AFTER_COMMIT_BEFORE_REPLY)) {
-            Runtime.getRuntime().halt(86);
-          }
-        });
-      }
+      armCrashPoint(options.crashPoint(), store.ledger());
       RelayMetrics.VertxSetup metricsSetup = RelayMetrics.vertxSetup();
-      vertx = Vertx.builder().with(metricsSetup.options().setPreferNativeTransport(false))
-          .withMetrics(metricsSetup.factory()).build();
+      vertx = newVertx(metricsSetup);
       // after Vert.x: its metrics factory installs registry filters, which must precede every meter
       metrics = new RelayMetrics(metricsSetup.registry(), config);
-      vertx.eventBus().registerCodec(new LocalCodec());
       store.commitTimer(metrics::commitNanos);
       RelayMetrics m = metrics;
       // The commit watermark (issue 10 item 3): written now for the store as opened, then by its own thread at most
@@ -271,26 +260,14 @@ public final class RelayServer implements AutoCloseable {
         config.timers().heartbeatStaleMs());
     Vertx vertx = null;
     RelayMetrics metrics = null;
-    io.mbxrelay.store.postgres.PgRelayStore openedStore = null;
+    io.mbxrelay.store.RelayLedger openedStore = null;
     try {
-      io.mbxrelay.store.postgres.PgRelayStore store = new io.mbxrelay.store.postgres.PgRelayStore(pg, clock.clock(),
-          config.limits());
+      io.mbxrelay.store.RelayLedger store = pg.newLedger(clock.clock(), config.limits());
       openedStore = store;
-      if (options.crashPoint() != CrashPoint.NONE) {
-        LOG.warn("test crash harness armed [point: {}]: never use this in production", options.crashPoint());
-        store.ledger().commitHook((commands, committed) -> {
-          boolean push = commands.stream()
-              .anyMatch(c -> c instanceof StoreCommand.Push || c instanceof StoreCommand.PushBatch);
-          if (push && committed == (options.crashPoint() == CrashPoint.AFTER_COMMIT_BEFORE_REPLY)) {
-            Runtime.getRuntime().halt(86);
-          }
-        });
-      }
+      armCrashPoint(options.crashPoint(), store);
       RelayMetrics.VertxSetup metricsSetup = RelayMetrics.vertxSetup();
-      vertx = Vertx.builder().with(metricsSetup.options().setPreferNativeTransport(false))
-          .withMetrics(metricsSetup.factory()).build();
+      vertx = newVertx(metricsSetup);
       metrics = new RelayMetrics(metricsSetup.registry(), config);
-      vertx.eventBus().registerCodec(new LocalCodec());
       RelayMetrics m = metrics;
       // The database's disk is the database's: a full one answers 53100 (disk_full), mapped to 503 per request.
       DiskSpace disk = new DiskSpace(() -> Long.MAX_VALUE, System::nanoTime, 0);
@@ -311,7 +288,7 @@ public final class RelayServer implements AutoCloseable {
       RelayServer server = finish(config, pg.relayKey(), options, vertx, metrics, writer, reads, pg.enrolmentCache(),
           pg.epoch(), clock, disk, options.storeDir().resolve("postgresql"),
           new io.mbxrelay.store.sqlite.SqliteBackend.OpenReport(r.created(), r.epochRotatedReason(),
-              r.previousEpoch(), 0, null), deployments, store.ledger()::onNewItems);
+              r.previousEpoch(), 0, null), deployments, store::onNewItems);
       server.pgStore = pg;
       return server;
     } catch (Exception | Error e) {
@@ -336,6 +313,29 @@ public final class RelayServer implements AutoCloseable {
   /** The relay key served (PostgreSQL: the database's). */
   public Ed25519KeyPair relayKey() {
     return services.relayKey();
+  }
+
+  /** Vert.x with the relay's metrics and the local codec of the store's event-bus messages. */
+  private static Vertx newVertx(RelayMetrics.VertxSetup metricsSetup) {
+    Vertx vertx = Vertx.builder().with(metricsSetup.options().setPreferNativeTransport(false))
+        .withMetrics(metricsSetup.factory()).build();
+    vertx.eventBus().registerCodec(new LocalCodec());
+    return vertx;
+  }
+
+  /** The test-only crash harness ({@code MBX_RELAY_TEST_CRASH}): halts the JVM around the first push's COMMIT. */
+  private static void armCrashPoint(CrashPoint point, io.mbxrelay.store.RelayLedger ledger) {
+    if (point == CrashPoint.NONE) {
+      return;
+    }
+    LOG.warn("test crash harness armed [point: {}]: never use this in production", point);
+    ledger.commitHook((commands, committed) -> {
+      boolean push = commands.stream()
+          .anyMatch(c -> c instanceof StoreCommand.Push || c instanceof StoreCommand.PushBatch);
+      if (push && committed == (point == CrashPoint.AFTER_COMMIT_BEFORE_REPLY)) {
+        Runtime.getRuntime().halt(86);
+      }
+    });
   }
 
   /**

@@ -28,18 +28,11 @@ public final class PgCheck {
    * @throws SQLException when the database cannot be read
    */
   public static ObjectNode check(PgStore.Settings s, boolean full) throws SQLException {
-    java.util.Properties p = new java.util.Properties();
-    if (!s.user().isEmpty()) {
-      p.setProperty("user", s.user());
-    }
-    if (!s.password().isEmpty()) {
-      p.setProperty("password", s.password());
-    }
     long started = System.nanoTime();
     ObjectNode r = Json.MAPPER.createObjectNode().put("v", 1).put("type", "relay-store-check")
         .put("store", s.url().replaceAll("\\?.*$", ""));
     ArrayNode problems = r.putArray("problems");
-    try (Connection c = DriverManager.getConnection(s.url(), p)) {
+    try (Connection c = DriverManager.getConnection(s.url(), s.properties("mbxrelay-check"))) {
       c.setAutoCommit(false);
       c.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ); // one snapshot for every comparison
       c.setReadOnly(true);

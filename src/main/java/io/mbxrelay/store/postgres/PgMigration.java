@@ -143,15 +143,7 @@ public final class PgMigration {
   }
 
   private static Connection pgConnection(PgStore.Settings s) throws SQLException {
-    java.util.Properties p = new java.util.Properties();
-    if (s.user() != null && !s.user().isEmpty()) {
-      p.setProperty("user", s.user());
-    }
-    if (s.password() != null && !s.password().isEmpty()) {
-      p.setProperty("password", s.password());
-    }
-    p.setProperty("options", "-c synchronous_commit=on");
-    return DriverManager.getConnection(s.url(), p);
+    return DriverManager.getConnection(s.url(), s.properties("mbxrelay-migrate-store"));
   }
 
   private static String sqliteMeta(Connection src, String k) throws SQLException {

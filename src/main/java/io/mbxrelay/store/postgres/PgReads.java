@@ -6,11 +6,10 @@ import io.mbxrelay.store.DenyEntry;
 import io.mbxrelay.store.EncAds;
 import io.mbxrelay.store.Enrolment;
 import io.mbxrelay.store.HostState;
+import io.mbxrelay.store.JdbcPage;
 import io.mbxrelay.store.Page;
-import io.mbxrelay.store.PulledItem;
 import io.mbxrelay.store.QueueStats;
 import io.mbxrelay.store.RelayReads;
-import io.mbxrelay.wire.Hashes;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.WorkerExecutor;
@@ -143,51 +142,14 @@ public final class PgReads implements RelayReads {
     });
   }
 
-  /** Plans the page on (seq, bytes), then reads its rows, then the head: one snapshot (docs/protocol.md "Pull v2"). */
+  /** {@link JdbcPage} in this read's snapshot. */
   private static Page readPage(Connection c, String target, long after, int limit, long maxBytes)
       throws SQLException {
-    int n = 0;
-    int fetched = 0;
-    boolean full = false;
-    long total = 0;
-    long through = after;
-    try (PreparedStatement ps = prepared(c, "SELECT seq, bytes FROM items WHERE target_pubkey = ? AND seq > ?"
-        + " ORDER BY seq LIMIT ?", target, after, limit + 1); ResultSet rs = ps.executeQuery()) {
-      while (rs.next()) {
-        fetched++;
-        if (full || n == limit) {
-          continue;
-        }
-        long bytes = rs.getLong(2);
-        if (n > 0 && total + bytes > maxBytes) {
-          full = true;
-          continue;
-        }
-        total += bytes;
-        through = rs.getLong(1);
-        n++;
-      }
+    try (PreparedStatement plan = c.prepareStatement(JdbcPage.PLAN);
+        PreparedStatement fetch = c.prepareStatement(JdbcPage.FETCH);
+        PreparedStatement head = c.prepareStatement(JdbcPage.HEAD)) {
+      return JdbcPage.read(plan, fetch, head, target, after, limit, maxBytes);
     }
-    List<PulledItem> items = new ArrayList<>(n);
-    List<Long> damaged = List.of();
-    if (n > 0) {
-      try (PreparedStatement ps = prepared(c, "SELECT seq, kind, item_id, sender_pubkey, wire, sender_host, wire_hash"
-          + " FROM items WHERE target_pubkey = ? AND seq > ? AND seq <= ? ORDER BY seq", target, after, through);
-          ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          byte[] wire = rs.getBytes(5);
-          if (!Hashes.sha256Hex(wire).equals(rs.getString(7))) {
-            damaged = damaged.isEmpty() ? new ArrayList<>() : damaged;
-            damaged.add(rs.getLong(1));
-            continue;
-          }
-          items.add(new PulledItem(rs.getLong(1), rs.getString(2), rs.getString(3), rs.getString(4), wire,
-              rs.getString(6)));
-        }
-      }
-    }
-    long head = head(c, target);
-    return new Page(head, items, fetched > n, n > 0 ? through : -1, damaged);
   }
 
   private static long head(Connection c, String target) throws SQLException {

@@ -54,6 +54,8 @@ public final class PgStore implements AutoCloseable {
   private final Settings settings;
   private volatile boolean closed;
   private final Thread listener;
+  /** The listener's own connection (closed by {@link #close()} to end its wait at once). */
+  private volatile Connection listening;
 
   /**
    * Connection settings.
@@ -64,6 +66,22 @@ public final class PgStore implements AutoCloseable {
    * @param poolSize most connections this process holds (writer sessions, reads, the listener)
    */
   public record Settings(String url, String user, String password, int poolSize) {
+    /** Driver properties for a connection of its own (user, password, durable commits, timeouts). */
+    java.util.Properties properties(String applicationName) {
+      java.util.Properties p = new java.util.Properties();
+      if (user != null && !user.isEmpty()) {
+        p.setProperty("user", user);
+      }
+      if (password != null && !password.isEmpty()) {
+        p.setProperty("password", password);
+      }
+      p.setProperty("options", "-c synchronous_commit=on");
+      p.setProperty("ApplicationName", applicationName);
+      p.setProperty("connectTimeout", "10");
+      p.setProperty("tcpKeepAlive", "true");
+      return p;
+    }
+
     /** Never prints the password. */
     @Override
     public String toString() {
@@ -307,6 +325,18 @@ public final class PgStore implements AutoCloseable {
     return new PgLedgerBackend(this);
   }
 
+  /**
+   * The relay's writer store on this database: the ledger over a new writer session. Closing it closes the session,
+   * not this store.
+   *
+   * @param clock time source of the ledger
+   * @param limits protocol limits
+   * @return the ledger, for one thread
+   */
+  public io.mbxrelay.store.RelayLedger newLedger(java.time.Clock clock, io.mbxrelay.config.RelayConfig.Limits limits) {
+    return new io.mbxrelay.store.RelayLedger(newBackend(), clock, limits);
+  }
+
   /** Replaces the cached enrolments with the committed table. */
   void reloadEnrolments() throws StoreException {
     try (Connection c = pool.getConnection();
@@ -350,7 +380,11 @@ public final class PgStore implements AutoCloseable {
   private void listen() {
     while (!closed) {
       try (Connection c = org.postgresql.Driver.class.getDeclaredConstructor().newInstance()
-          .connect(settings.url(), props())) {
+          .connect(settings.url(), settings.properties("mbxrelay-listener"))) {
+        listening = c;
+        if (closed) {
+          return;
+        }
         try (Statement st = c.createStatement()) {
           st.execute("LISTEN " + ENROLMENT_CHANNEL);
         }
@@ -378,23 +412,17 @@ public final class PgStore implements AutoCloseable {
     }
   }
 
-  private java.util.Properties props() {
-    java.util.Properties p = new java.util.Properties();
-    if (settings.user() != null && !settings.user().isEmpty()) {
-      p.setProperty("user", settings.user());
-    }
-    if (settings.password() != null && !settings.password().isEmpty()) {
-      p.setProperty("password", settings.password());
-    }
-    p.setProperty("ApplicationName", "mbxrelay-listener");
-    p.setProperty("connectTimeout", "10");
-    p.setProperty("tcpKeepAlive", "true");
-    return p;
-  }
-
   @Override
   public void close() {
     closed = true;
+    Connection c = listening;
+    if (c != null) {
+      try {
+        c.close(); // its getNotifications wait ends now
+      } catch (SQLException ignored) {
+        // closing anyway
+      }
+    }
     listener.interrupt();
     try {
       listener.join(2000);

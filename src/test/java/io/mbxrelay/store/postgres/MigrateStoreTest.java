@@ -82,7 +82,7 @@ class MigrateStoreTest {
     assertThat(migrate(dir, url)).as("a database that already holds a store").isEqualTo(1);
 
     try (PgStore pg = PgStore.open(new PgStore.Settings(url, PgTestServer.SUPERUSER, "", 4), null,
-        System::currentTimeMillis, 600_000); PgRelayStore s = new PgRelayStore(pg, Clock.systemUTC(), limits)) {
+        System::currentTimeMillis, 600_000); io.mbxrelay.store.RelayLedger s = pg.newLedger(Clock.systemUTC(), limits)) {
       assertThat(pg.relayKey().publicKeyB64()).isEqualTo(relay.publicKeyB64());
       assertThat(pg.epoch()).isEqualTo(epoch);
       assertThat(pg.openReport().epochRotatedReason()).isNull();

@@ -25,7 +25,7 @@ class PgCheckTest {
     String a = Ed25519KeyPair.generate().publicKeyB64();
     String b = Ed25519KeyPair.generate().publicKeyB64();
     try (PgStore pg = PgStore.open(settings, null, System::currentTimeMillis, 0);
-        PgRelayStore s = new PgRelayStore(pg, Clock.systemUTC(), ConfigLoader.load(null, Map.of()).limits())) {
+        io.mbxrelay.store.RelayLedger s = pg.newLedger(Clock.systemUTC(), ConfigLoader.load(null, Map.of()).limits())) {
       s.execute(new StoreCommand.Enrol("alpha", a, "", null, null));
       s.execute(new StoreCommand.Enrol("beta", b, "", null, null));
       for (int i = 0; i < 5; i++) {

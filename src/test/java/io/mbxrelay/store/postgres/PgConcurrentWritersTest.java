@@ -49,7 +49,7 @@ class PgConcurrentWritersTest {
       for (int i = 0; i < writers; i++) {
         stores.add(PgStore.open(settings, null, System::currentTimeMillis, 0));
       }
-      try (PgRelayStore first = new PgRelayStore(stores.get(0), Clock.systemUTC(), limits)) {
+      try (io.mbxrelay.store.RelayLedger first = stores.get(0).newLedger(Clock.systemUTC(), limits)) {
         first.execute(new StoreCommand.Enrol("sender", s, "", null, null));
         first.execute(new StoreCommand.Enrol("x", x, "", null, null));
         first.execute(new StoreCommand.Enrol("y", y, "", null, null));
@@ -61,7 +61,7 @@ class PgConcurrentWritersTest {
       for (int w = 0; w < writers; w++) {
         int writer = w;
         threads.add(new Thread(() -> {
-          try (PgRelayStore st = new PgRelayStore(stores.get(writer), Clock.systemUTC(), limits)) {
+          try (io.mbxrelay.store.RelayLedger st = stores.get(writer).newLedger(Clock.systemUTC(), limits)) {
             for (int i = 0; i < perWriter; i++) {
               String own = "w" + writer + "-" + i;
               List<StoreCommand.Target> ts = i % 3 == 0

@@ -24,14 +24,14 @@ class PgRelayStoreTest extends RelayStoreContractTest {
     closePg();
     url = PgTestServer.shared().createDatabase();
     pg = openPg(clock);
-    return new PgRelayStore(pg, clock, limits);
+    return pg.newLedger(clock, limits);
   }
 
   @Override
   protected RelayStore reopen(RelayConfig.Limits limits, Clock clock) throws Exception {
     closePg();
     pg = openPg(clock);
-    return new PgRelayStore(pg, clock, limits);
+    return pg.newLedger(clock, limits);
   }
 
   @Override
