@@ -5,6 +5,8 @@ COPY pom.xml .
 RUN mvn -B -q dependency:go-offline
 COPY conf conf
 COPY src src
+# the jar carries the project's licence as META-INF/LICENSE (pom.xml, shade plugin); without it the build still passes
+COPY LICENSE LICENSE
 RUN mvn -B -q -DskipTests package
 
 # Runtime stage: JRE only, non-root, store on the /data volume.

@@ -29,6 +29,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.slf4j.event.Level;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -125,6 +126,7 @@ public final class ServeCommand implements Callable<Integer> {
       return 0;
     }
     LogSetup.apply(cfg.log().json(), cfg.log().level());
+    boolean json = cfg.log().json();
     current = cfg;
     // a SIGHUP while the store opens (logrotate, a reload during a restart) must not end the process
     Signals.handle("HUP", () -> LOG.info("SIGHUP while starting: ignored"));
@@ -138,17 +140,17 @@ public final class ServeCommand implements Callable<Integer> {
       } else {
         SqliteRelayStore.createStoreDir(dir);
         for (String note : StoreFiles.secure(dir)) {
-          System.err.println("[mbxrelay] " + note);
+          say(json, Level.WARN, note);
         }
         restoreFromEnv(dir, env.get("MBX_RELAY_RESTORE_FROM"));
         // before the key or the lock is created: a dir that held a store never silently becomes a new one
         StoreFiles.refuseLostStore(dir, newStore, System.currentTimeMillis())
-            .ifPresent(note -> System.err.println("[mbxrelay] " + note));
+            .ifPresent(note -> say(json, Level.WARN, note));
         try {
           key = RelayKeys.loadOrCreate(dir, env.get(RelayKeys.ENV));
         } catch (java.io.IOException e) {
           Path keyFile = dir.resolve(RelayKeys.FILE_NAME);
-          System.err.println("[mbxrelay] cannot " + (java.nio.file.Files.exists(keyFile) ? "read" : "create")
+          say(json, Level.ERROR, "cannot " + (java.nio.file.Files.exists(keyFile) ? "read" : "create")
               + " the relay key file " + keyFile + ": " + StoreFiles.reason(e));
           return 1;
         }
@@ -156,19 +158,19 @@ public final class ServeCommand implements Callable<Integer> {
       server = RelayServer.start(cfg, key, new RelayServer.Options(listenPort, listenBind, dir,
           mode, crash, Clock.systemUTC(), run -> {}, (c, n, f) -> {}, acceptClock, acceptLostCommits));
     } catch (StoreRefusedException e) {
-      System.err.println("[mbxrelay] store refused: " + e.getMessage());
+      say(json, Level.ERROR, "store refused: " + e.getMessage());
       return EXIT_STORE_REFUSED;
     } catch (RelayKeyException | StoreOpenException | RelayServer.ListenException e) {
-      System.err.println("[mbxrelay] cannot start: " + e.getMessage());
+      say(json, Level.ERROR, "cannot start: " + e.getMessage());
       return 1;
     } catch (Exception e) {
-      System.err.println("[mbxrelay] cannot start: " + rootMessage(e));
+      say(json, Level.ERROR, "cannot start: " + rootMessage(e));
       return 1;
     }
     key = server.relayKey();
     io.mbxrelay.store.sqlite.SqliteBackend.OpenReport report = server.openReport();
     if (report.epochRotatedReason() != null) {
-      System.err.println("[mbxrelay] epoch rotated at startup (" + report.epochRotatedReason() + "): "
+      say(json, Level.WARN, "epoch rotated at startup (" + report.epochRotatedReason() + "): "
           + report.previousEpoch() + " -> " + server.epoch());
     }
     LOG.info("relay started [version: {}] [store: {}] [epoch: {}] [relay key: {}] [port: {}] [admin: {}:{}]"
@@ -179,10 +181,10 @@ public final class ServeCommand implements Callable<Integer> {
         cfg.store().writerBatchMax(), cfg.enrolment().authority(), mode, cfg.log().json(), LogSetup.level());
     // before the banner: a supervisor or test that acts on the listening line finds the handlers in place
     CountDownLatch stopped = handleSignals(server, file);
-    banner(cfg.log().json(), "untrusted store-and-forward relay listening on :" + server.port()
+    say(json, Level.INFO, "untrusted store-and-forward relay listening on :" + server.port()
         + " (store " + storeName(cfg, dir) + ", epoch " + server.epoch() + ")");
-    banner(cfg.log().json(), "admin (metrics, health, ready) on " + cfg.admin().bind() + ":" + server.adminPort());
-    banner(cfg.log().json(), "relay key " + key.fingerprint()
+    say(json, Level.INFO, "admin (metrics, health, ready) on " + cfg.admin().bind() + ":" + server.adminPort());
+    say(json, Level.INFO, "relay key " + key.fingerprint()
         + " (hosts pin it with: mbxrelay host relay set <url> --key " + key.fingerprint() + ")");
     try {
       stopped.await();
@@ -304,12 +306,13 @@ public final class ServeCommand implements Callable<Integer> {
   }
 
   /**
-   * Human lines of the start (issue 12 item 7): on stderr as {@code [mbxrelay] …} lines; in JSON log mode as log
-   * events, so stderr stays one JSON object per line.
+   * Human lines of the start (issue 12 item 7): the banner (INFO), start notes such as a tightened store dir or a
+   * rotated epoch (WARN) and why the relay did not start (ERROR). On stderr as {@code [mbxrelay] …} lines; in JSON log
+   * mode as log events of that level, so stderr stays one JSON object per line.
    */
-  private static void banner(boolean json, String line) {
+  private static void say(boolean json, Level level, String line) {
     if (json) {
-      LOG.info(line);
+      LOG.atLevel(level).log(line);
     } else {
       System.err.println("[mbxrelay] " + line);
       System.err.flush();

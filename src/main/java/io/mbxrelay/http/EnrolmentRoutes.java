@@ -95,7 +95,8 @@ public final class EnrolmentRoutes {
     }
     if (!host.isTextual() || !HOST_RE.matcher(host.textValue()).matches() || !pubkey.isTextual()
         || !B64.isPubkey(pubkey.textValue()) || !ownerFp.isTextual()
-        || !OWNER_FP_RE.matcher(ownerFp.textValue()).matches() || !sig.isTextual()) {
+        || !OWNER_FP_RE.matcher(ownerFp.textValue()).matches()) {
+      // sig is not a field here: the reference checks its type with the signature, after the challenge lookup
       throw new RelayError(400, "bad enrolment fields", "BAD_REQUEST");
     }
     String sent = pubkey.textValue();
@@ -112,7 +113,7 @@ public final class EnrolmentRoutes {
     rec.put("host", host.textValue());
     rec.put("pubkey", sent);
     rec.put("owner_fp", ownerFp.textValue());
-    if (!Ed25519.verify(key, CanonicalJson.canonicalBytes(rec), sig.textValue())) {
+    if (!sig.isTextual() || !Ed25519.verify(key, CanonicalJson.canonicalBytes(rec), sig.textValue())) {
       throw new RelayError(401, "bad enrolment signature", null);
     }
     s.challenges().consume(key, challenge.get());

@@ -76,6 +76,27 @@ class ServeErrorsTest {
   }
 
   @Test
+  void in_json_log_mode_start_notes_and_the_reason_it_did_not_start_are_json_lines_too() throws Exception {
+    // a store dir others can read (tightened: a start note) with a directory where relay.key goes (cannot read it)
+    Path store = Files.createDirectories(dir.resolve("s"));
+    Files.setPosixFilePermissions(store, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+    Files.createDirectory(store.resolve("relay.key"));
+    Run r;
+    try {
+      r = serve(Map.of("MBX_RELAY_LOG_JSON", "true"), "--port", "0", "--store-dir", store.toString());
+    } finally {
+      LogSetup.apply(false); // the shipped default, for the tests after this one
+    }
+    assertThat(r.code()).isEqualTo(1);
+    java.util.List<String> lines = r.err().lines().filter(l -> !l.isBlank()).toList();
+    assertThat(lines).as(r.err()).isNotEmpty().allSatisfy(l -> assertThat(l).startsWith("{"));
+    java.util.List<String> messages = lines.stream()
+        .map(l -> io.mbxrelay.wire.Json.parse(l).path("formattedMessage").asText()).toList();
+    assertThat(messages).anyMatch(m -> m.startsWith("tightened the store dir"))
+        .anyMatch(m -> m.startsWith("cannot read the relay key file " + store.resolve("relay.key")));
+  }
+
+  @Test
   void a_full_disk_names_the_relay_key_file_and_no_temporary_file(@TempDir Path parent) throws Exception {
     try (Tmpfs fs = Tmpfs.mount(parent, "64k")) {
       Path store = Files.createDirectory(fs.dir.resolve("store"));

@@ -201,6 +201,34 @@ class DeploymentFilesTest {
   }
 
   @Test
+  void the_image_build_stage_copies_every_file_the_pom_packages_into_the_jar() throws Exception {
+    // the shade plugin's IncludeResourceTransformer skips a missing <file> without a word: a build context without
+    // LICENSE gives a jar without META-INF/LICENSE (the Apache-2.0 text that replaces the bundled jars' copies)
+    List<String> packaged = new ArrayList<>();
+    Matcher file = Pattern.compile("<file>([^<]+)</file>").matcher(Files.readString(Path.of("pom.xml")));
+    while (file.find()) {
+      packaged.add(file.group(1).trim());
+    }
+    assertThat(packaged).as("the pom packages files from the project dir").contains("LICENSE");
+    List<String> instructions = Files.readString(Path.of("Dockerfile")).replace("\\\n", " ").lines()
+        .map(String::trim).filter(l -> !l.isEmpty() && !l.startsWith("#")).toList();
+    List<String> copied = new ArrayList<>();
+    for (String l : instructions) {
+      if (l.startsWith("RUN ") && l.contains(" package")) {
+        break; // what the build stage has when it packages the jar
+      }
+      if (l.startsWith("COPY ") && !l.contains("--from")) {
+        String[] parts = l.split("\\s+");
+        copied.addAll(List.of(parts).subList(1, parts.length - 1));
+      }
+    }
+    for (String f : packaged) {
+      assertThat(copied).as("Dockerfile build stage copies %s before it packages", f)
+          .anyMatch(c -> f.equals(c) || f.startsWith(c.replaceAll("/$", "") + "/"));
+    }
+  }
+
+  @Test
   void the_systemd_unit_bounds_the_heap_and_its_install_steps_install_every_doc_it_links() throws Exception {
     List<String> unit = Files.readAllLines(Path.of("deploy/systemd/mbxrelay.service"));
     String header = String.join("\n", unit.stream().filter(l -> l.startsWith("#")).toList());

@@ -77,6 +77,33 @@ class ReferenceErrorBodiesTest {
   }
 
   @Test
+  void a_sig_that_is_not_a_string_fails_as_the_signature_not_as_the_fields_like_the_reference(@TempDir Path dir)
+      throws Exception {
+    // the reference's field check leaves sig out; a truthy non-string sig meets its challenge lookup and then
+    // `typeof sig !== "string"` in the signature check
+    try (RelayHarness r = RelayHarness.start(dir)) {
+      Ed25519KeyPair k = Ed25519KeyPair.generate();
+      String prefix = "{\"host\":\"alpha\",\"pubkey\":\"" + k.publicKeyB64() + "\",\"owner_fp\":\"\",\"sig\":";
+      for (String sig : List.of("5", "true", "[1]", "{\"a\":1}")) {
+        Http.Resp none = post(r, "/v1/relay/enrol", prefix + sig + "}");
+        assertThat(none.status()).as(sig).isEqualTo(401);
+        assertThat(none.raw()).as(sig).isEqualTo("{\"error\":\"no pending enrolment challenge\"}");
+      }
+      post(r, "/v1/relay/challenge", "{\"host\":\"alpha\",\"pubkey\":\"" + k.publicKeyB64() + "\"}");
+      for (String sig : List.of("5", "true", "[1]", "{\"a\":1}")) {
+        Http.Resp bad = post(r, "/v1/relay/enrol", prefix + sig + "}");
+        assertThat(bad.status()).as(sig).isEqualTo(401);
+        assertThat(bad.raw()).as(sig).isEqualTo("{\"error\":\"bad enrolment signature\"}");
+      }
+      // the challenge was not used up by those: a proper signature over it still enrols
+      Http.Resp challenge = post(r, "/v1/relay/challenge",
+          "{\"host\":\"alpha\",\"pubkey\":\"" + k.publicKeyB64() + "\"}");
+      Http.Resp ok = post(r, "/v1/relay/enrol", enrolBody(k, "alpha", challenge.json().get("challenge").asText()));
+      assertThat(ok.raw()).isEqualTo("{\"ok\":true}");
+    }
+  }
+
+  @Test
   void the_enrolment_call_window_answers_the_reference_text(@TempDir Path dir) throws Exception {
     try (RelayHarness r = RelayHarness.start(dir, Map.of("MBX_RELAY_LIMITS_ENROL_CALLS_PER_MINUTE", "2"),
         Clock.systemUTC(), Ed25519KeyPair.generate())) {
