@@ -3,7 +3,6 @@ package io.mbxrelay.http;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.mbxrelay.store.RelayReads;
 import io.mbxrelay.http.RelayServices;
 import io.mbxrelay.store.Enrolment;
 import io.mbxrelay.store.StoreCommand;

@@ -166,7 +166,8 @@ public interface LedgerBackend extends AutoCloseable {
 
   /**
    * The next seq the target would get ({@code 1} when none was ever allocated). A concurrent backend locks the
-   * target's counter here until the transaction ends, so two transactions never allocate the same seq.
+   * target's counter here until the transaction ends, so two transactions never allocate the same seq. Also called
+   * outside a transaction ({@link RelayLedger#headSeq}): then a plain read of the committed value.
    */
   long nextSeq(String target) throws StoreException;
 
@@ -207,7 +208,7 @@ public interface LedgerBackend extends AutoCloseable {
   /** Deletes the target's items with {@code seq <= through}, uncounting them; returns how many. */
   int deleteThrough(String target, long through) throws StoreException;
 
-  /** Deletes one item (uncounted); true when it existed. */
+  /** Deletes one item, uncounting it; true when it existed. */
   boolean deleteItem(String target, long seq) throws StoreException;
 
   /** Every item of a target in seq order (rotation moves them; bounded by the queue caps). */
@@ -219,7 +220,7 @@ public interface LedgerBackend extends AutoCloseable {
   /** The stored item, or empty. */
   Optional<ItemRow> item(String target, long seq) throws StoreException;
 
-  /** Moves an item into {@code damaged_items} (kept for analysis) and out of the queue, uncounted. */
+  /** Moves an item into {@code damaged_items} (kept for analysis) and out of the queue, uncounting it. */
   void setAside(String target, long seq, String foundAtIso) throws StoreException;
 
   /** Sweep: up to {@code maxRows} items with {@code expires_at <= atIso}, by expires_at, target, seq (no wire). */

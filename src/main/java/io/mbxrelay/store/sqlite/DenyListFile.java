@@ -19,8 +19,9 @@ import java.util.List;
 
 /**
  * Operator access to a store's deny list without the relay key (the {@code mbxrelay deny} CLI; docs/protocol.md §7.8
- * "Revocation"). Each call opens its own connection, runs one {@code BEGIN IMMEDIATE} transaction with the same
- * logic as the writer's {@link StoreCommand.Deny}/{@link StoreCommand.Undeny} and closes it. Safe beside a running
+ * "Revocation"). Each call opens its own connection and runs the writer's {@link StoreCommand.Deny} or
+ * {@link StoreCommand.Undeny} through a {@link RelayLedger} over a {@link SqliteBackend} session on it (one
+ * {@code BEGIN IMMEDIATE} transaction, the same rules and ops-log entries), then closes it. Safe beside a running
  * relay: SQLite serializes the two writers (busy timeout 5 s); the admin endpoint is the preferred path while the
  * relay runs.
  *
@@ -29,14 +30,14 @@ import java.util.List;
 public final class DenyListFile {
   private DenyListFile() {}
 
-  /** Deny and undeny read no limit; the ledger still wants a set: the defaults. */
-  private static final java.util.function.Supplier<io.mbxrelay.config.RelayConfig.Limits> OPERATOR_LIMITS = () -> {
+  /** Deny and undeny read no limit; the ledger still wants a set: the built-in defaults. */
+  private static io.mbxrelay.config.RelayConfig.Limits defaultLimits() {
     try {
       return io.mbxrelay.config.ConfigLoader.load(null, java.util.Map.of()).limits();
     } catch (io.mbxrelay.config.ConfigException e) {
       throw new IllegalStateException("the built-in defaults do not load", e);
     }
-  };
+  }
 
   /**
    * One entry as listed.
@@ -102,7 +103,7 @@ public final class DenyListFile {
   private static Object write(Path storeDir, Clock clock, StoreCommand<?> command) throws StoreException {
     try (Connection c = open(storeDir)) {
       // the writer's own rules over a session on this connection (one transaction, like a relay's command)
-      RelayLedger ledger = new RelayLedger(SqliteBackend.session(c, clock), clock, OPERATOR_LIMITS.get())
+      RelayLedger ledger = new RelayLedger(SqliteBackend.session(c, clock), clock, defaultLimits())
           .denyVia("mbxrelay deny");
       try {
         return ledger.execute(command);

@@ -1,6 +1,5 @@
 package io.mbxrelay.store.sqlite;
 
-import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.store.DedupRow;
 import io.mbxrelay.store.Enrolment;
 import io.mbxrelay.store.EnrolmentCache;
