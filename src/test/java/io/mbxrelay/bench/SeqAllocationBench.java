@@ -17,7 +17,7 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * Per-target seq allocation on PostgreSQL under concurrency, two ways (docs/scale-out.md "Seq allocation"):
  * {@code rowlock} — READ COMMITTED, {@code SELECT next_seq … FOR UPDATE} then {@code UPDATE}; {@code serializable} —
- * SERIALIZABLE, plain {@code SELECT} then {@code UPDATE}, the whole transaction retried on 40001. Each transaction
+ * SERIALIZABLE, plain {@code SELECT} then {@code UPDATE}, the whole transaction retried on 40001 (or 23505, the same race seen at the item's key). Each transaction
  * allocates one seq for a random target of {@code targets}, inserts a 1 KiB item row with it and commits (fsync on,
  * synchronous_commit on). Prints transactions/s, retries, and checks that no (target, seq) was allocated twice and
  * that seqs are contiguous per target.
@@ -88,7 +88,7 @@ public final class SeqAllocationBench {
                 break;
               } catch (SQLException e) {
                 c.rollback();
-                if ("40001".equals(e.getSQLState()) || "40P01".equals(e.getSQLState())) {
+                if ("40001".equals(e.getSQLState()) || "40P01".equals(e.getSQLState()) || "23505".equals(e.getSQLState())) {
                   retries.incrementAndGet();
                   continue;
                 }

@@ -6,7 +6,7 @@ import io.mbxrelay.store.DenyEntry;
 import io.mbxrelay.store.EncAds;
 import io.mbxrelay.store.Enrolment;
 import io.mbxrelay.store.HostState;
-import io.mbxrelay.store.JdbcPage;
+import io.mbxrelay.store.jdbc.JdbcPage;
 import io.mbxrelay.store.Page;
 import io.mbxrelay.store.QueueStats;
 import io.mbxrelay.store.RelayReads;

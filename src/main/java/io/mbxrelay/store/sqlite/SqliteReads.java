@@ -206,7 +206,7 @@ public final class SqliteReads implements RelayReads {
     PageConnection c = pageConnection();
     c.begin.execute();
     try {
-      return io.mbxrelay.store.JdbcPage.read(c.plan, c.fetch, c.head, target, after, limit, maxBytes);
+      return io.mbxrelay.store.jdbc.JdbcPage.read(c.plan, c.fetch, c.head, target, after, limit, maxBytes);
     } finally {
       c.commit.execute();
     }
@@ -227,8 +227,8 @@ public final class SqliteReads implements RelayReads {
       // of pulls, a heap leak).
       java.sql.Connection conn = pooled.unwrap(org.sqlite.SQLiteConnection.class);
       c = new PageConnection(pooled, conn, conn.prepareStatement("BEGIN"), conn.prepareStatement("COMMIT"),
-          conn.prepareStatement(io.mbxrelay.store.JdbcPage.PLAN), conn.prepareStatement(io.mbxrelay.store.JdbcPage.FETCH),
-          conn.prepareStatement(io.mbxrelay.store.JdbcPage.HEAD));
+          conn.prepareStatement(io.mbxrelay.store.jdbc.JdbcPage.PLAN), conn.prepareStatement(io.mbxrelay.store.jdbc.JdbcPage.FETCH),
+          conn.prepareStatement(io.mbxrelay.store.jdbc.JdbcPage.HEAD));
       pageConnection.set(c);
       pageConnections.add(c);
     }
