@@ -218,13 +218,7 @@ public final class RelayServer implements AutoCloseable {
       server.watermark = watermark;
       return server;
     } catch (Exception | Error e) {
-      if (vertx != null) {
-        try {
-          await(vertx.close());
-        } catch (Exception ignored) {
-          // already failing
-        }
-      }
+      closeQuietly(vertx);
       if (openedStore != null) {
         openedStore.close(); // the writer never took it over
       }
@@ -292,13 +286,7 @@ public final class RelayServer implements AutoCloseable {
       server.pgStore = pg;
       return server;
     } catch (Exception | Error e) {
-      if (vertx != null) {
-        try {
-          await(vertx.close());
-        } catch (Exception ignored) {
-          // already failing
-        }
-      }
+      closeQuietly(vertx);
       if (openedStore != null) {
         openedStore.close();
       }
@@ -313,6 +301,17 @@ public final class RelayServer implements AutoCloseable {
   /** The relay key served (PostgreSQL: the database's). */
   public Ed25519KeyPair relayKey() {
     return services.relayKey();
+  }
+
+  /** Closes Vert.x on a failed start (null: not built yet); the start's own failure is the one reported. */
+  private static void closeQuietly(Vertx vertx) {
+    if (vertx != null) {
+      try {
+        await(vertx.close());
+      } catch (Exception ignored) {
+        // already failing
+      }
+    }
   }
 
   /** Vert.x with the relay's metrics and the local codec of the store's event-bus messages. */
