@@ -5,6 +5,7 @@ import com.nimbusds.jose.JOSEException;
 import com.nimbusds.jose.JWSAlgorithm;
 import com.nimbusds.jose.JWSVerifier;
 import com.nimbusds.jose.crypto.ECDSAVerifier;
+import com.nimbusds.jose.crypto.Ed25519Verifier;
 import com.nimbusds.jose.crypto.RSASSAVerifier;
 import com.nimbusds.jose.jwk.Curve;
 import com.nimbusds.jose.jwk.ECKey;
@@ -215,6 +216,8 @@ public final class AccountTokenAuthority implements EnrolmentAuthority {
         verifier = new RSASSAVerifier(rsa);
       } else if (key instanceof ECKey ec) {
         verifier = new ECDSAVerifier(ec);
+      } else if (key instanceof OctetKeyPair okp && Curve.Ed25519.equals(okp.getCurve())) {
+        verifier = new Ed25519Verifier(okp.toPublicJWK()); // EdDSA; Nimbus does it with Tink (on the class path)
       } else {
         return false;
       }

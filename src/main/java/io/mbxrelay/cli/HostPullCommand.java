@@ -6,7 +6,6 @@ import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.crypto.Fingerprint;
 import io.mbxrelay.host.AckResult;
 import io.mbxrelay.host.BlockingRelayClient;
-import io.mbxrelay.host.DemoEnvelope;
 import io.mbxrelay.host.EpochChanged;
 import io.mbxrelay.host.InfoResult;
 import io.mbxrelay.host.PullResult;
@@ -17,7 +16,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -29,7 +27,7 @@ import picocli.CommandLine.Spec;
  * {@code mbxrelay host pull} (docs/protocol.md §3 pull/ack v2, §6 receiver): checks the relay key (signed info), pulls up to
  * 20 pages after {@code --after} and, with {@code --ack}, acks through the last seq. No position is kept (the durable
  * inbox is separate work). Stdout: each item's wire bytes as a UTF-8 line, or with {@code --json} one object
- * {@code {relay, epoch, head_seq, last_seq, more, items:[{seq, kind, item_id, sender_pubkey, wire_b64[, demo_text]}]
+ * {@code {relay, epoch, head_seq, last_seq, more, items:[{seq, kind, item_id, sender_pubkey, wire_b64}]
  * [, acked_through, deleted]}}.
  */
 @Command(name = "pull", mixinStandardHelpOptions = true,
@@ -131,13 +129,10 @@ public final class HostPullCommand implements Callable<Integer> {
         .put("head_seq", last.headSeq()).put("last_seq", last.lastSeq()).put("more", last.more());
     ArrayNode arr = o.putArray("items");
     for (PullResult.PulledItem it : items) {
-      Optional<String> demo = DemoEnvelope.text(it.wire());
       err.println("[mbxrelay] seq " + it.seq() + " " + it.kind() + " " + it.itemId() + " from "
-          + Fingerprint.ofB64(it.senderPubkey()) + " (" + it.wire().length + " bytes)"
-          + demo.map(t -> ", demo text: " + t).orElse(""));
-      ObjectNode n = arr.addObject().put("seq", it.seq()).put("kind", it.kind()).put("item_id", it.itemId())
+          + Fingerprint.ofB64(it.senderPubkey()) + " (" + it.wire().length + " bytes)");
+      arr.addObject().put("seq", it.seq()).put("kind", it.kind()).put("item_id", it.itemId())
           .put("sender_pubkey", it.senderPubkey()).put("wire_b64", B64.encode(it.wire()));
-      demo.ifPresent(t -> n.put("demo_text", t));
       if (!json) {
         out.println(new String(it.wire(), StandardCharsets.UTF_8));
       }

@@ -6,7 +6,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.crypto.Fingerprint;
 import io.mbxrelay.host.BlockingRelayClient;
-import io.mbxrelay.host.DemoEnvelope;
 import io.mbxrelay.host.ItemOutcome;
 import io.mbxrelay.host.PushItem;
 import io.mbxrelay.host.PushResult;
@@ -35,7 +34,7 @@ import picocli.CommandLine.Spec;
 @Command(name = "push", mixinStandardHelpOptions = true,
     description = {"Push one envelope to target hosts through the relay and verify the accept receipt.",
         "The wire bytes come from --file or --stdin as is (an already sealed v3 envelope; its id is the item id).",
-        "--demo-text builds a DEMO envelope whose body is the text in base64: NOT encrypted, readable by anyone."},
+        "To seal and send a message to a peer, use `mbxrelay host send`."},
     exitCodeListHeading = "Exit codes:%n",
     exitCodeList = {"0:accepted or duplicate, receipt verified",
         "1:rejected, receipt not verified, relay refused, relay key mismatch or relay unreachable",
@@ -46,7 +45,7 @@ public final class HostPushCommand implements Callable<Integer> {
 
   @Mixin RelayConnectionOptions connection;
 
-  @Option(names = "--name", paramLabel = "NAME", description = "This host's name (x-mbx-host; demo 'from').")
+  @Option(names = "--name", paramLabel = "NAME", description = "This host's name (x-mbx-host).")
   String name;
 
   @Option(names = "--to", required = true, paramLabel = "PUBKEY",
@@ -59,10 +58,6 @@ public final class HostPushCommand implements Callable<Integer> {
 
     @Option(names = "--stdin", description = "Read the envelope wire bytes from standard input.")
     boolean stdin;
-
-    @Option(names = "--demo-text", paramLabel = "TEXT",
-        description = "Build a demo envelope carrying TEXT (not encrypted; for trying a relay only).")
-    String demoText;
   }
 
   @ArgGroup(exclusive = true, multiplicity = "1")
@@ -81,17 +76,8 @@ public final class HostPushCommand implements Callable<Integer> {
       Path file = HostSupport.keyFile(connection.keyFile);
       Ed25519KeyPair key = HostSupport.loadKey(file);
       HostSupport.Pinning pinning = HostSupport.pinning(connection.relay, file, connection.relayKey, false);
-      String id;
-      byte[] wire;
-      if (source.demoText != null) {
-        long now = System.currentTimeMillis();
-        id = DemoEnvelope.newUlid(now);
-        wire = DemoEnvelope.wire(id, "demo@" + (name == null ? "host" : name), "demo@peer", source.demoText, now);
-        err.println("[mbxrelay] demo envelope " + id + ": NOT encrypted");
-      } else {
-        wire = readWire();
-        id = envelopeId(wire);
-      }
+      byte[] wire = readWire();
+      String id = envelopeId(wire);
       List<PushItem.Target> targets = new ArrayList<>();
       for (String t : to) {
         targets.add(new PushItem.Target(t, wire));

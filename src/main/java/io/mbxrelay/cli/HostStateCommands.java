@@ -5,13 +5,16 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.crypto.Fingerprint;
 import io.mbxrelay.host.BlockingRelayClient;
-import io.mbxrelay.host.DemoEnvelope;
+import io.mbxrelay.host.HostApplication;
 import io.mbxrelay.host.HostAgent;
 import io.mbxrelay.host.HostKeyException;
 import io.mbxrelay.host.HostKeys;
 import io.mbxrelay.host.HostStore;
 import io.mbxrelay.host.InboxApplication;
 import io.mbxrelay.host.InfoResult;
+import io.mbxrelay.host.SealedInbox;
+import io.mbxrelay.host.seal.EncKeyPair;
+import io.mbxrelay.host.seal.SealedEnvelope;
 import io.mbxrelay.host.RelayPin;
 import io.mbxrelay.host.RelayPins;
 import io.mbxrelay.host.StandaloneTransports;
@@ -133,17 +136,20 @@ final class HostStateCommands {
       } catch (HostKeyException | IOException e) {
         throw new HostSupport.Failure(HostSupport.USAGE, e.getMessage());
       }
+      String encPub;
       try (HostStore s = HostStore.open(db)) {
         s.putSetting("host_name", name);
         s.putSetting("host_pubkey", k.key().publicKeyB64());
+        encPub = io.mbxrelay.host.HostEncKey.loadOrCreate(s).publicKeyB64();
       }
       err().println("[mbxrelay] host " + name + " ready in " + dir() + " (key " + Fingerprint.ofB64(
           k.key().publicKeyB64()) + (k.created() ? ", new" : "") + ")");
       err().println("[mbxrelay] public key (give it to peers): " + k.key().publicKeyB64());
+      err().println("[mbxrelay] encryption key (peers may pin it with `peer add --enc-key`): " + encPub);
       if (json) {
         HostSupport.printJson(out(), Json.MAPPER.createObjectNode().put("host", name)
             .put("pubkey", k.key().publicKeyB64()).put("fingerprint", Fingerprint.ofB64(k.key().publicKeyB64()))
-            .put("created", k.created()));
+            .put("created", k.created()).put("enc_pub", encPub));
       }
       return HostSupport.OK;
     }
@@ -242,28 +248,49 @@ final class HostStateCommands {
     @Parameters(index = "0", paramLabel = "PUBKEY", description = "The peer's base64 host key.")
     String pubkey;
 
-    @Option(names = "--name", required = true, paramLabel = "NAME", description = "A label for the peer.")
+    @Option(names = "--name", required = true, paramLabel = "NAME",
+        description = "The peer's host name (as it named itself at `host init`; mail to NAME@HOST goes to it).")
     String name;
+
+    @Option(names = "--enc-key", paramLabel = "ENC_PUB", description = "Pin the peer's X25519 encryption key (base64;"
+        + " its `host init` prints it). Without it, mail is sealed for the key the peer advertises on the relay,"
+        + " checked against PUBKEY.")
+    String encKey;
 
     @Override
     int run() throws Exception {
       if (!B64.isPubkey(pubkey)) {
         throw new HostSupport.Failure(HostSupport.USAGE, "PUBKEY must be a base64 32-byte key");
       }
-      try (HostStore s = store(); HostAgent a = agent(this, s, key(), null)) {
-        a.addPeer(pubkey, name);
+      if (!io.mbxrelay.wire.ReceiptCheck.HOST_RE.matcher(name).matches()) {
+        throw new HostSupport.Failure(HostSupport.USAGE,
+            "--name must be a host name ([A-Za-z0-9][A-Za-z0-9._-]{0,62})");
       }
-      err().println("[mbxrelay] peer " + name + " (" + Fingerprint.ofB64(pubkey) + ") accepted");
+      if (encKey != null && !EncKeyPair.isPublicKey(encKey)) {
+        throw new HostSupport.Failure(HostSupport.USAGE, "--enc-key must be a base64 32-byte X25519 key");
+      }
+      try (HostStore s = store(); HostAgent a = agent(this, s, key(), null)) {
+        a.addPeer(pubkey, name, encKey);
+      }
+      err().println("[mbxrelay] peer " + name + " (" + Fingerprint.ofB64(pubkey) + ") accepted"
+          + (encKey != null ? ", encryption key pinned" : ""));
       return HostSupport.OK;
     }
   }
 
   static HostAgent agent(Base b, HostStore s, Ed25519KeyPair key, StandaloneTransports t) throws Exception {
+    return agent(b, s, key, t, m -> {
+      throw new IllegalStateException("this command does not receive mail");
+    });
+  }
+
+  static HostAgent agent(Base b, HostStore s, Ed25519KeyPair key, StandaloneTransports t, SealedInbox.Handler h)
+      throws Exception {
     String name = Base.setting(s, "host_name", "run `mbxrelay host init` first");
     String url = s.setting("relay_url").orElse("http://relay.invalid");
     HostAgent.Options o = new HostAgent.Options(name, "", Clock.systemUTC(), new java.security.SecureRandom(), null);
-    RelayTransportFactoryHolder h = new RelayTransportFactoryHolder(t);
-    return new HostAgent(s, key, url, o, h::open, new InboxApplication(Clock.systemUTC()));
+    RelayTransportFactoryHolder f = new RelayTransportFactoryHolder(t);
+    return new HostAgent(s, key, url, o, f::open, new SealedInbox(s, h, true, Clock.systemUTC()));
   }
 
   /** Refuses network use for commands that must not touch the relay. */
@@ -276,46 +303,203 @@ final class HostStateCommands {
     }
   }
 
-  /** {@code mbxrelay host send --to PUBKEY --text TEXT}. */
+  /** {@code mbxrelay host send --to NAME@HOST --body TEXT | --body-file F}. */
   @Command(name = "send", mixinStandardHelpOptions = true,
-      description = {"Queue a message durably for a peer and return (pushed by `run`).",
-          "DEMO: the body is NOT encrypted (DemoEnvelope); real hosts seal it for the peer's key."})
+      description = {"Seal a message for a peer host and queue it durably (pushed by `run`).",
+          "The body is sealed for the peer's encryption key (pinned with `peer add --enc-key`, else the key the peer"
+              + " advertises on the relay, verified against its host key); until a key is known the message waits"
+              + " on this host (`status`, `doctor`). The subject, addresses and kind are NOT encrypted."})
   static final class Send extends Base {
-    @Option(names = "--to", required = true, paramLabel = "PUBKEY", description = "The target peer's host key.")
+    @Option(names = "--to", required = true, paramLabel = "NAME@HOST",
+        description = "Recipient address; HOST is the name of an accepted peer (`peer add --name HOST`).")
     String to;
 
-    @Option(names = "--text", required = true, paramLabel = "TEXT", description = "The demo text.")
-    String text;
+    static final class Body {
+      @Option(names = "--body", paramLabel = "TEXT", description = "The message text.")
+      String text;
+
+      @Option(names = "--body-file", paramLabel = "FILE", description = "Read the message (UTF-8) from FILE; - is"
+          + " standard input.")
+      Path file;
+    }
+
+    @picocli.CommandLine.ArgGroup(exclusive = true, multiplicity = "1")
+    Body body;
+
+    @Option(names = "--subject", defaultValue = "message", paramLabel = "TEXT",
+        description = "Subject, one line (default: ${DEFAULT-VALUE}); NOT encrypted.")
+    String subject;
+
+    @Option(names = "--kind", defaultValue = "message", paramLabel = "KIND",
+        description = "message, request, reply, status, decision, alert or task (default: ${DEFAULT-VALUE}).")
+    String kind;
+
+    @Option(names = "--from", defaultValue = "owner", paramLabel = "NAME",
+        description = "Sender name at this host (default: ${DEFAULT-VALUE}).")
+    String from;
 
     @Override
     int run() throws Exception {
+      int at = to.indexOf('@');
+      if (at <= 0 || at != to.lastIndexOf('@') || at == to.length() - 1) {
+        throw new HostSupport.Failure(HostSupport.USAGE, "--to must be NAME@HOST");
+      }
+      String text = bodyText();
       try (HostStore s = store(); HostAgent a = agent(this, s, key(), null)) {
-        String name = setting(s, "host_name", "run `mbxrelay host init` first");
-        String peer = s.peers().get(to);
-        if (peer == null) {
-          throw new HostSupport.Failure(HostSupport.USAGE, "not an accepted peer: run `mbxrelay host peer add` first");
+        String host = setting(s, "host_name", "run `mbxrelay host init` first");
+        String peerName = to.substring(at + 1);
+        List<HostStore.Peer> peers = s.peersNamed(peerName);
+        if (peers.isEmpty()) {
+          throw new HostSupport.Failure(HostSupport.USAGE, "no accepted peer named " + peerName
+              + ": run `mbxrelay host peer add PUBKEY --name " + peerName + "` first");
         }
-        long now = System.currentTimeMillis();
-        String id = DemoEnvelope.newUlid(now);
-        byte[] wire = DemoEnvelope.wire(id, "owner@" + name, "owner@" + peer, text, now);
-        HostAgent.SendOutcome r = a.send(id, to, wire);
-        err().println("[mbxrelay] queued message " + id + " for " + peer + " (" + r.name().toLowerCase()
-            + "; demo envelope, NOT encrypted)");
+        if (peers.size() > 1) {
+          throw new HostSupport.Failure(HostSupport.USAGE, peers.size() + " accepted peers are named " + peerName
+              + "; names must be unique to address mail");
+        }
+        HostAgent.Queued q;
+        try {
+          q = a.sendMessage(new SealedEnvelope.Draft(from + "@" + host, List.of(to), kind, subject, text, null, null,
+              false, null), peers.get(0).hostPubkey());
+        } catch (IllegalArgumentException e) {
+          throw new HostSupport.Failure(HostSupport.USAGE, e.getMessage());
+        }
+        err().println("[mbxrelay] queued message " + q.msgId() + " for " + to + (q.sealed()
+            ? " (sealed for its pinned encryption key)"
+            : " (sealed once its encryption key is looked up on the relay by `run`)"));
         if (json) {
-          HostSupport.printJson(out(), Json.MAPPER.createObjectNode().put("msg_id", id).put("outcome",
-              r.name().toLowerCase()).put("demo", true));
+          HostSupport.printJson(out(), Json.MAPPER.createObjectNode().put("msg_id", q.msgId()).put("to", to)
+              .put("sealed", q.sealed()));
         }
         return HostSupport.OK;
       }
     }
+
+    private String bodyText() throws IOException, HostSupport.Failure {
+      if (body.text != null) {
+        return body.text;
+      }
+      byte[] b = body.file.toString().equals("-") ? readStdin() : readFile(body.file);
+      if (!io.mbxrelay.wire.Utf8.isValid(b)) {
+        throw new HostSupport.Failure(HostSupport.USAGE, "--body-file is not UTF-8 text");
+      }
+      return new String(b, java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    private static byte[] readStdin() throws IOException, HostSupport.Failure {
+      byte[] b = System.in.readNBytes(io.mbxrelay.wire.EnvelopeCheck.MAX_BODY + 1); // bounded: never more than that
+      if (b.length > io.mbxrelay.wire.EnvelopeCheck.MAX_BODY) {
+        throw new HostSupport.Failure(HostSupport.USAGE, "the body on stdin is over 256 KB ("
+            + io.mbxrelay.wire.EnvelopeCheck.MAX_BODY + " bytes)");
+      }
+      return b;
+    }
+
+    private static byte[] readFile(Path f) throws HostSupport.Failure {
+      try {
+        if (Files.size(f) > io.mbxrelay.wire.EnvelopeCheck.MAX_BODY) {
+          throw new HostSupport.Failure(HostSupport.USAGE, "--body-file is over 256 KB ("
+              + io.mbxrelay.wire.EnvelopeCheck.MAX_BODY + " bytes)");
+        }
+        return Files.readAllBytes(f);
+      } catch (IOException e) {
+        throw new HostSupport.Failure(HostSupport.USAGE, "cannot read --body-file " + f + ": " + e.getMessage());
+      }
+    }
   }
 
-  /** {@code mbxrelay host run [--once]}. */
+  /** {@code mbxrelay host run [--once] [--exec CMD]}. */
   @Command(name = "run", mixinStandardHelpOptions = true,
-      description = "Tick against the relay: push the outbox, pull, receive, ack; loop until stopped (--once: one tick).")
+      description = {"Tick against the relay: seal waiting mail, push the outbox, pull, open, receive, ack; loop until"
+          + " stopped (--once: one tick).",
+          "Each received message is opened (sealed for this host, signed by the peer's host key) and its plaintext"
+              + " body written to stdout (--json: one JSON object per message), or given to --exec; a line about it"
+              + " goes to stderr. Mail that does not open is quarantined (`host quarantine`). A message is handed"
+              + " over at least once: after a crash before its commit it is handed over again."})
   static final class Run extends Base {
     @Option(names = "--once", description = "One tick, then exit.")
     boolean once;
+
+    @Option(names = "--exec", paramLabel = "CMD", description = "Run CMD (with sh -c) once per received message,"
+        + " body on its stdin, MBX_MSG_ID, MBX_FROM, MBX_PEER, MBX_SUBJECT, MBX_KIND in its environment. Exit 0"
+        + " accepts the message (a delivery receipt goes back); any other exit, or running over --exec-timeout-ms,"
+        + " leaves it to be offered again on the next tick.")
+    String exec;
+
+    @Option(names = "--exec-timeout-ms", defaultValue = "60000", paramLabel = "MS",
+        description = "Longest run of one --exec (default: ${DEFAULT-VALUE}).")
+    long execTimeoutMs;
+
+    /**
+     * A message was not handed over (--exec failed, or stdout is closed); the agent rolls the item back and offers it
+     * again. {@code stop}: handing over cannot work in this process (stdout closed), so {@code run} ends.
+     */
+    static final class ExecFailed extends Exception {
+      private static final long serialVersionUID = 1L;
+
+      final boolean stop;
+
+      ExecFailed(String why, boolean stop) {
+        super(why, null, false, false);
+        this.stop = stop;
+      }
+    }
+
+    private HostApplication.Verdict deliver(SealedInbox.Message m) throws Exception {
+      SealedEnvelope.Opened e = m.envelope();
+      err().println("[mbxrelay] message " + e.id() + " from " + e.from() + " (peer " + m.senderName()
+          + ", signature verified): " + e.subject());
+      if (exec != null) {
+        execute(m);
+      } else if (json) {
+        HostSupport.printJson(out(), Json.MAPPER.createObjectNode().put("msg_id", e.id()).put("from", e.from())
+            .put("peer", m.senderName()).put("kind", e.kind()).put("subject", e.subject()).put("body", e.body()));
+      } else {
+        out().print(e.body());
+        if (!e.body().endsWith("\n")) {
+          out().println();
+        }
+        out().flush();
+      }
+      if (exec == null && out().checkError()) { // e.g. `host run | head -1` after head exited: nobody got it
+        throw new ExecFailed("stdout is closed: message " + e.id() + " was not handed over", true);
+      }
+      err().flush();
+      return new HostApplication.Verdict.Accepted(null);
+    }
+
+    private void execute(SealedInbox.Message m) throws Exception {
+      SealedEnvelope.Opened e = m.envelope();
+      ProcessBuilder pb = new ProcessBuilder("sh", "-c", exec).redirectOutput(ProcessBuilder.Redirect.INHERIT)
+          .redirectError(ProcessBuilder.Redirect.INHERIT);
+      pb.environment().put("MBX_MSG_ID", e.id());
+      pb.environment().put("MBX_FROM", e.from());
+      pb.environment().put("MBX_PEER", m.senderName());
+      pb.environment().put("MBX_SUBJECT", e.subject());
+      pb.environment().put("MBX_KIND", e.kind());
+      Process p = pb.start();
+      try (java.io.OutputStream in = p.getOutputStream()) {
+        in.write(e.body().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      } catch (IOException closedEarly) {
+        // the command need not read its stdin; its exit status decides
+      }
+      if (!p.waitFor(execTimeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS)) {
+        p.destroyForcibly();
+        throw new ExecFailed("--exec ran over " + execTimeoutMs + " ms for message " + e.id(), false);
+      }
+      if (p.exitValue() != 0) {
+        throw new ExecFailed("--exec exited " + p.exitValue() + " for message " + e.id(), false);
+      }
+    }
+
+    private static ExecFailed execFailure(Throwable t) {
+      for (Throwable c = t; c != null; c = c.getCause()) {
+        if (c instanceof ExecFailed f) {
+          return f;
+        }
+      }
+      return null;
+    }
 
     @Option(names = "--interval-ms", defaultValue = "5000", paramLabel = "MS", description = "Pause between ticks."
         + " With a relay that offers long-poll pulls the pause is a wait on the relay that ends as soon as mail"
@@ -326,7 +510,7 @@ final class HostStateCommands {
     int run() throws Exception {
       Ed25519KeyPair key = key();
       try (HostStore s = store(); StandaloneTransports t = new StandaloneTransports(key, Clock.systemUTC());
-          HostAgent a = agent(this, s, key, t)) {
+          HostAgent a = agent(this, s, key, t, this::deliver)) {
         setting(s, "relay_url", "no relay set: run `mbxrelay host relay set URL` first");
         int wait = (int) Math.max(1, intervalMs / 1000);
         String lastSession = null;
@@ -335,7 +519,23 @@ final class HostStateCommands {
               + " moved something or changed the session state (Ctrl-C stops)");
         }
         while (true) {
-          TickReport r = a.tick(once ? 0 : wait);
+          TickReport r;
+          try {
+            r = a.tick(once ? 0 : wait);
+          } catch (Exception e) {
+            ExecFailed f = execFailure(e);
+            if (f == null) {
+              throw e;
+            }
+            err().println("[mbxrelay] " + f.getMessage() + "; the message is offered again on the next "
+                + (f.stop ? "run" : "tick"));
+            err().flush();
+            if (once || f.stop) {
+              return HostSupport.REFUSED;
+            }
+            Thread.sleep(Math.max(100, intervalMs));
+            continue;
+          }
           for (String n : r.notes()) {
             err().println("[mbxrelay] " + n);
           }
@@ -389,20 +589,43 @@ final class HostStateCommands {
             + (o.has("received_through") ? "; received through " + o.get("received_through").asLong()
             + ", acked through " + o.get("acked_through").asLong() : url == null ? "" : "; nothing received yet"));
         ArrayNode rows = o.putArray("outbox");
+        java.util.Map<String, Integer> counts = new java.util.TreeMap<>();
+        for (HostStore.DraftRow d : s.drafts()) {
+          String target = s.peers().getOrDefault(d.targetPubkey(), Fingerprint.ofB64(d.targetPubkey()));
+          rows.addObject().put("kind", "envelope").put("msg_id", d.msgId()).put("target", target)
+              .put("state", "waiting-for-key").put("attempts", d.attempts()).put("last_error", d.lastError());
+          counts.merge("waiting-for-key", 1, Integer::sum);
+          err().println("[mbxrelay] envelope " + d.msgId() + " -> " + target + ": waiting-for-key ("
+              + d.lastError() + ")");
+        }
         for (HostStore.OutboxRow r : s.outbox()) {
+          if (r.kind().equals("envelope")) {
+            counts.merge(r.state(), 1, Integer::sum);
+          }
           rows.addObject().put("kind", r.kind()).put("msg_id", r.msgId())
               .put("target", s.peers().getOrDefault(r.targetPubkey(), Fingerprint.ofB64(r.targetPubkey())))
               .put("state", r.state()).put("attempts", r.attempts()).put("last_error", r.lastError());
           err().println("[mbxrelay] " + r.kind() + " " + r.msgId() + " -> " + rows.get(rows.size() - 1)
               .get("target").asText() + ": " + r.state() + (r.lastError() == null ? "" : " (" + r.lastError() + ")"));
         }
+        if (!counts.isEmpty()) {
+          ObjectNode c = o.putObject("sent");
+          counts.forEach(c::put);
+          err().println("[mbxrelay] sent messages: " + String.join(", ", counts.entrySet().stream()
+              .map(x -> x.getValue() + " " + x.getKey()).toList())
+              + " (settled = the peer's delivery receipt arrived; unconfirmed = none by the deadline)");
+        }
         ArrayNode inbox = o.putArray("inbox");
         for (InboxApplication.Message m : s.inbox()) {
           ObjectNode e = inbox.addObject().put("msg_id", m.msgId()).put("from", s.peers().getOrDefault(
               m.senderPubkey(), Fingerprint.ofB64(m.senderPubkey())));
-          DemoEnvelope.text(m.wire()).ifPresent(t -> e.put("demo_text", t));
+          if (m.body() != null) {
+            e.put("from_address", m.from()).put("subject", m.subject()).put("body", m.body());
+          }
+          String line = m.body() == null ? "" : m.body().strip().replaceAll("[\\p{Cntrl}\\u2028\\u2029]+", " ");
           err().println("[mbxrelay] inbox " + m.msgId() + " from " + e.get("from").asText()
-              + DemoEnvelope.text(m.wire()).map(t -> ": " + t).orElse(""));
+              + (m.body() == null ? " (sealed, not opened)" : ": " + (line.length() > 200 ? line.substring(0, 200)
+              + "…" : line)));
         }
         ArrayNode alerts = o.putArray("alerts");
         for (HostStore.Alert a : s.alerts()) {

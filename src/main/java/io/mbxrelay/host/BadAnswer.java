@@ -10,4 +10,4 @@ package io.mbxrelay.host;
  */
 public record BadAnswer(int status, String why)
     implements InfoResult, EnrolResult, PushResult, PullResult, AckResult, SendersResult,
-    EncAdResult {}
+    EncAdResult, EncKeyAnswer {}

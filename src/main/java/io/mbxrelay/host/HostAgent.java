@@ -1,28 +1,18 @@
 package io.mbxrelay.host;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.mbxrelay.crypto.Ed25519;
 import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.crypto.Fingerprint;
 import io.mbxrelay.host.BlockingRelayClient.RelayUnreachable;
-import io.mbxrelay.wire.CanonicalJson;
-import io.mbxrelay.wire.Hashes;
-import io.mbxrelay.wire.IsoTime;
-import io.mbxrelay.wire.Json;
+import io.mbxrelay.host.seal.EncKeyPair;
+import io.mbxrelay.host.seal.SealedEnvelope;
 import io.mbxrelay.wire.ReceiptCheck;
-import io.mbxrelay.wire.Utf8;
-import java.nio.charset.StandardCharsets;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.random.RandomGenerator;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The durable host side of one relay (issue 5; docs/protocol.md §6, §7.3 "Sender side", §7.4, §7.5, §7.8, §7.9): a sender outbox
@@ -37,15 +27,15 @@ import org.slf4j.LoggerFactory;
  * original seq. Permanent failures (401 right after a fresh enrolment, other 4xx) back off longer (enrolment 1 min
  * doubling to 1 h) and are reported in {@link TickReport#notes()} and {@link #doctor()}.
  *
+ * <p><b>Parts.</b> This class is the public face and runs the tick; the work is in {@link RelaySession} (info, pin,
+ * epoch, enrolment, allowlist, enc-key ad, epoch change), {@link Outbox} (queueing, sealing waiting mail, pushing,
+ * deadlines) and {@link Inbox} (pulling, receiving, receipts, notices, quarantine, acks), which share an
+ * {@link AgentContext} (store, keys, URL, options, transport, time).
+ *
  * <p><b>Threading.</b> Every public method locks the {@link HostStore}; one tick at a time. The application callback
  * runs on the ticking thread inside the store transaction. Blocking I/O: not for a Vert.x event loop.
  */
 public final class HostAgent implements AutoCloseable {
-
-  private static final Logger LOG = LoggerFactory.getLogger(HostAgent.class);
-  private static final long DAY_MS = 86_400_000L;
-  private static final long GRACE_MS = DAY_MS;
-  private static final int MAX_PAGES = 20;
 
   /**
    * Test-only crash points (issue 5 "crash windows"): called at named points; a drill halts the process there.
@@ -95,10 +85,10 @@ public final class HostAgent implements AutoCloseable {
   private final Ed25519KeyPair key;
   private final String url;
   private final Options options;
-  private final RelayTransport.Factory transports;
-  private final HostApplication app;
-  private RelayTransport transport;
-  private String transportKey;
+  private final AgentContext ctx;
+  private final RelaySession session;
+  private final Outbox outbox;
+  private final Inbox inbox;
 
   /**
    * An agent for one relay.
@@ -118,8 +108,10 @@ public final class HostAgent implements AutoCloseable {
     this.key = Objects.requireNonNull(key);
     this.url = RelayPins.normalizeUrl(relayUrl);
     this.options = Objects.requireNonNull(options);
-    this.transports = Objects.requireNonNull(transports);
-    this.app = Objects.requireNonNull(app);
+    this.ctx = new AgentContext(store, key, url, options, Objects.requireNonNull(transports));
+    this.session = new RelaySession(ctx);
+    this.outbox = new Outbox(ctx, session);
+    this.inbox = new Inbox(ctx, session, outbox, Objects.requireNonNull(app));
     synchronized (store) {
       store.tx(c -> {
         Optional<String> k = store.meta("host_pubkey");
@@ -198,7 +190,7 @@ public final class HostAgent implements AutoCloseable {
     }
     synchronized (store) {
       return store.tx(c -> {
-        Optional<HostStore.RelayState> st = store.one("SELECT * FROM relays WHERE url=?", HostStore.RELAY, u);
+        Optional<HostStore.RelayState> st = store.relay(u);
         if (st.isEmpty()) {
           store.update("INSERT INTO relays(url, relay_pubkey, pinned_at) VALUES(?, ?, ?)", u, presentedPubkey, nowMs);
           return new PinOutcome.Pinned(presented, expectedFingerprint == null, null);
@@ -219,7 +211,8 @@ public final class HostAgent implements AutoCloseable {
     }
   }
 
-  private static void recordKeyChange(HostStore store, String u, String pinned, String presented, long nowMs)
+  /** Records that the relay presents another key than the pinned one (an alert once per presented key). */
+  static void recordKeyChange(HostStore store, String u, String pinned, String presented, long nowMs)
       throws SQLException {
     int n = store.update("UPDATE relays SET presented_pubkey=?, presented_at=? WHERE url=? AND"
         + " (presented_pubkey IS NULL OR presented_pubkey<>?)", presented, nowMs, u, presented);
@@ -230,7 +223,6 @@ public final class HostAgent implements AutoCloseable {
               + " --key <fingerprint> or --confirm)");
     }
   }
-
   // ---------------------------------------------------------------- application API
 
   /**
@@ -242,13 +234,55 @@ public final class HostAgent implements AutoCloseable {
    * @throws SQLException on storage errors
    */
   public void addPeer(String hostPubkey, String name) throws SQLException {
+    addPeer(hostPubkey, name, null);
+  }
+
+  /**
+   * Records an accepted peer and pins its encryption key (docs/host-library.md "Peer encryption keys"): mail to it is
+   * then sealed for that key without asking the relay.
+   *
+   * @param hostPubkey the peer's base64 host key
+   * @param name the peer's host name ({@code HOST_RE}; its ads and addresses must name it)
+   * @param encPub the peer's X25519 key (base64, 32 bytes), or null to leave the pinned key as it is
+   * @throws SQLException on storage errors
+   * @throws IllegalArgumentException for a malformed key
+   */
+  public void addPeer(String hostPubkey, String name, String encPub) throws SQLException {
     if (!io.mbxrelay.wire.B64.isPubkey(hostPubkey)) {
       throw new IllegalArgumentException("peer key must be a base64 32-byte public key");
     }
-    synchronized (store) {
-      store.tx(c -> store.update("INSERT INTO peers(host_pubkey, name, added_at) VALUES(?, ?, ?) ON CONFLICT"
-          + "(host_pubkey) DO UPDATE SET name=excluded.name", hostPubkey, name, now()));
+    if (encPub != null && !EncKeyPair.isPublicKey(encPub)) {
+      throw new IllegalArgumentException("peer encryption key must be a base64 32-byte X25519 key");
     }
+    synchronized (store) {
+      store.tx(c -> store.update("INSERT INTO peers(host_pubkey, name, added_at, enc_pub) VALUES(?, ?, ?, ?)"
+          + " ON CONFLICT(host_pubkey) DO UPDATE SET name=excluded.name, enc_pub=coalesce(excluded.enc_pub, enc_pub)",
+          hostPubkey, name, ctx.now(), encPub));
+    }
+  }
+
+  /**
+   * What {@link #sendMessage} did.
+   *
+   * @param msgId the new envelope id
+   * @param sealed true when sealed and in the outbox now (pinned key); false when waiting for the peer's key, which
+   *     the next tick looks up on the relay
+   */
+  public record Queued(String msgId, boolean sealed) {}
+
+  /**
+   * Queues a message for one peer host (docs/host-library.md "Envelopes", "Peer encryption keys"): builds the v3
+   * envelope (new ULID), and seals it for the peer's pinned encryption key right away, or keeps it on this host
+   * until a tick has verified the peer's ad from the relay. Nothing is ever sent unsealed. Returns after the commit.
+   *
+   * @param draft what to send ({@code from}/{@code to} addresses, subject, body, kind)
+   * @param targetPubkey the peer host's key (base64); must be an accepted peer
+   * @return the envelope id and whether it is sealed yet
+   * @throws SQLException on storage errors
+   * @throws IllegalArgumentException when the target is not a peer or the draft is invalid (reason in the message)
+   */
+  public Queued sendMessage(SealedEnvelope.Draft draft, String targetPubkey) throws SQLException {
+    return outbox.sendMessage(draft, targetPubkey);
   }
 
   /** Outcome of {@link #send}. */
@@ -270,27 +304,11 @@ public final class HostAgent implements AutoCloseable {
    * @param wire the sealed envelope bytes for that target
    * @return the outcome
    * @throws SQLException on storage errors
-   * @throws IllegalArgumentException when the target is not a peer
+   * @throws IllegalArgumentException when the target is not a peer, or the bytes are an envelope with {@code enc: null}
+   *     (plaintext is never sent)
    */
   public SendOutcome send(String msgId, String targetPubkey, byte[] wire) throws SQLException {
-    String hash = Hashes.sha256Hex(wire);
-    synchronized (store) {
-      return store.tx(c -> {
-        if (store.one("SELECT 1 FROM peers WHERE host_pubkey=?", rs -> 1, targetPubkey).isEmpty()) {
-          throw new IllegalArgumentException("target is not an accepted peer: add it first");
-        }
-        Optional<String> existing = store.one("SELECT wire_hash FROM outbox WHERE relay=? AND item_id=? AND"
-            + " target_pubkey=?", rs -> rs.getString(1), url, msgId, targetPubkey);
-        if (existing.isPresent()) {
-          return existing.get().equals(hash) ? SendOutcome.ALREADY_QUEUED : SendOutcome.CONFLICT;
-        }
-        long now = now();
-        store.update("INSERT INTO outbox(relay, kind, item_id, msg_id, target_pubkey, wire, wire_hash, state,"
-            + " next_at, created_at) VALUES(?, 'envelope', ?, ?, ?, ?, ?, 'pending', ?, ?)", url, msgId, msgId,
-            targetPubkey, wire, hash, now, now);
-        return SendOutcome.QUEUED;
-      });
-    }
+    return outbox.send(msgId, targetPubkey, wire);
   }
 
   /**
@@ -303,14 +321,7 @@ public final class HostAgent implements AutoCloseable {
    * @throws SQLException on storage errors
    */
   public boolean markDelivered(String msgId, String targetPubkey) throws SQLException {
-    synchronized (store) {
-      return store.tx(c -> settle(msgId, targetPubkey)) > 0;
-    }
-  }
-
-  private int settle(String msgId, String target) throws SQLException {
-    return store.update("UPDATE outbox SET state='settled', done_at=? WHERE kind='envelope' AND msg_id=? AND"
-        + " target_pubkey=? AND state<>'settled'", now(), msgId, target);
+    return outbox.markDelivered(msgId, targetPubkey);
   }
 
   // ---------------------------------------------------------------- doctor
@@ -339,7 +350,7 @@ public final class HostAgent implements AutoCloseable {
     String u = RelayPins.normalizeUrl(relayUrl);
     List<String> out = new ArrayList<>();
     synchronized (store) {
-      Optional<HostStore.RelayState> st = store.one("SELECT * FROM relays WHERE url=?", HostStore.RELAY, u);
+      Optional<HostStore.RelayState> st = store.relay(u);
       if (st.isEmpty()) {
         out.add("no relay key pinned for " + u + ": run `mbxrelay host relay set " + u + "`");
         return out;
@@ -359,6 +370,11 @@ public final class HostAgent implements AutoCloseable {
               rs.getString(2)}, u)) {
         out.add(r[1] + " outbox row(s) " + r[0]);
       }
+      for (String[] r : store.query("SELECT target_pubkey, count(*), max(last_error) FROM drafts WHERE relay=? GROUP BY"
+          + " target_pubkey", rs -> new String[] {rs.getString(1), rs.getString(2), rs.getString(3)}, u)) {
+        out.add(r[1] + " message(s) to " + store.peers().getOrDefault(r[0], Fingerprint.ofB64(r[0]))
+            + " waiting for its encryption key: " + r[2]);
+      }
       long q = store.one("SELECT count(*) FROM quarantine WHERE relay=?", rs -> rs.getLong(1), u).orElse(0L);
       if (q > 0) {
         out.add(q + " quarantined item(s): `mbxrelay host quarantine`");
@@ -369,45 +385,8 @@ public final class HostAgent implements AutoCloseable {
 
   // ---------------------------------------------------------------- tick
 
-  /** The longest pull wait the relay offered in the last session, s (0: none). */
-  private volatile int relayPullWait;
-  /** The relay key of the last session (the long-poll wait uses its transport). */
-  private volatile String sessionRelayPub;
-  /** Whether the last tick's pulls ended on a page without {@code more} (then waiting is worth it). */
-  private volatile boolean caughtUp;
-
-  private final class Tick {
-    String session = "ok";
-    boolean epochChanged;
-    int accepted;
-    int notAccepted;
-    int delivered;
-    int duplicates;
-    int receipts;
-    int notices;
-    int quarantined;
-    boolean freshEnrol;
-    int epochChanges;
-    final List<String> notes = new ArrayList<>();
-
-    TickReport report() throws SQLException {
-      Optional<HostStore.Position> p = store.one("SELECT * FROM positions WHERE relay=?", HostStore.POSITION, url);
-      return new TickReport(session, epochChanged, accepted, notAccepted, delivered, duplicates, receipts, notices,
-          quarantined, p.map(HostStore.Position::receivedThrough).orElse(-1L),
-          p.map(HostStore.Position::ackedThrough).orElse(-1L), notes, session.equals("ok") ? relayPullWait : 0,
-          session.equals("ok") && caughtUp);
-    }
-  }
-
-  /** Thrown inside a tick to end it with a session state. */
-  private static final class Stop extends Exception {
-    final String session;
-
-    Stop(String session, String note) {
-      super(note, null, false, false);
-      this.session = session;
-    }
-  }
+  /** Longest pull wait a host asks for, s: inside the transport's 35 s idle timeout (docs/host-library.md). */
+  public static final int MAX_PULL_WAIT_SECONDS = 25;
 
   /**
    * One tick: deadlines, then the session (signed info, pin check, epoch check, enrolment, allowlist), the push of due
@@ -421,14 +400,12 @@ public final class HostAgent implements AutoCloseable {
     return tick(0);
   }
 
-  /** Longest pull wait a host asks for, s: inside the transport's 35 s idle timeout (docs/host-library.md). */
-  public static final int MAX_PULL_WAIT_SECONDS = 25;
-
-  /** Whether the outbox has an item due for this relay now (pending or to re-push, its time come). */
+  /** Whether the outbox has an item due for this relay now (pending, to re-push or waiting for a key; time come). */
   private boolean outboxDue() throws SQLException {
     synchronized (store) {
-      return store.one("SELECT 1 FROM outbox WHERE relay=? AND state IN ('pending', 'repush') AND next_at<=? LIMIT 1",
-          rs -> rs.getInt(1), url, now()).isPresent();
+      return store.one("SELECT 1 FROM outbox WHERE relay=? AND state IN ('pending', 'repush') AND next_at<=? UNION ALL"
+          + " SELECT 1 FROM drafts WHERE relay=? AND next_at<=? LIMIT 1", rs -> rs.getInt(1), url, ctx.now(), url,
+          ctx.now()).isPresent();
     }
   }
 
@@ -441,7 +418,7 @@ public final class HostAgent implements AutoCloseable {
   }
 
   /** A page pulled with {@code wait} outside the store lock, and the position it was asked from. */
-  private record Prefetched(String epoch, long after, PullResult result) {}
+  record Prefetched(String epoch, long after, PullResult result) {}
 
   /**
    * A tick that may first wait for inbound mail: when the relay offers long-poll pulls ({@link RelayInfo
@@ -457,16 +434,16 @@ public final class HostAgent implements AutoCloseable {
    */
   public TickReport tick(int waitSeconds) throws Exception {
     Prefetched pre = null;
-    int wait = Math.min(Math.min(waitSeconds, relayPullWait), MAX_PULL_WAIT_SECONDS);
-    String relayPub = sessionRelayPub;
-    if (wait > 0 && caughtUp && relayPub != null && !outboxDue()) { // mail to push (receipts too) goes out first
+    int wait = Math.min(Math.min(waitSeconds, session.relayPullWait), MAX_PULL_WAIT_SECONDS);
+    String relayPub = session.sessionRelayPub;
+    if (wait > 0 && inbox.caughtUp && relayPub != null && !outboxDue()) { // mail to push (receipts too) goes out first
       Optional<HostStore.Position> pos;
       int maxPull;
       RelayTransport tr;
       synchronized (store) {
-        pos = store.one("SELECT * FROM positions WHERE relay=?", HostStore.POSITION, url);
-        maxPull = store.one("SELECT max_pull FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(500);
-        tr = transport(relayPub);
+        pos = store.position(url);
+        maxPull = store.maxPull(url);
+        tr = ctx.transport(relayPub);
       }
       if (pos.isPresent()) {
         try {
@@ -482,15 +459,17 @@ public final class HostAgent implements AutoCloseable {
       }
     }
     synchronized (store) {
-      Tick t = new Tick();
-      adoptRowsOfOtherRelays(t);
-      checkDeadlines(t);
+      TickState t = new TickState();
+      outbox.adoptRowsOfOtherRelays(t);
+      outbox.checkDeadlines(t);
       try {
-        String relayPub2 = openSession(t);
-        pushDue(t, relayPub2);
-        pullAll(t, relayPub2, pre != null && relayPub2.equals(relayPub) ? pre : null);
-        store.update("UPDATE relays SET last_error=NULL, last_ok_at=?, session_failures=0 WHERE url=?", now(), url);
-      } catch (Stop s) {
+        String relayPub2 = session.openSession(t);
+        outbox.sealWaiting(t, relayPub2);
+        outbox.pushDue(t, relayPub2);
+        inbox.pullAll(t, relayPub2, pre != null && relayPub2.equals(relayPub) ? pre : null);
+        store.update("UPDATE relays SET last_error=NULL, last_ok_at=?, session_failures=0 WHERE url=?", ctx.now(),
+            url);
+      } catch (TickStop s) {
         t.session = s.session;
         if (s.getMessage() != null) {
           t.notes.add(s.getMessage());
@@ -499,682 +478,34 @@ public final class HostAgent implements AutoCloseable {
           store.update("UPDATE relays SET last_error=? WHERE url=?", s.getMessage(), url);
         }
       }
-      return t.report();
+      return report(t);
     }
   }
 
-  private long now() {
-    return options.clock().millis();
-  }
-
-  /** The sender's own deadline (docs/protocol.md §7.3): no relay notice needed. */
-  /**
-   * Rows queued for another relay URL (after {@code host relay set} moved this host to a new URL) would otherwise
-   * never be pushed nor reach their deadline: they move to the current relay, relay-accepted ones as {@code repush}
-   * (the new relay may not hold them; dedup absorbs it when it does). Never silently gone (issue: host side).
-   */
-  private void adoptRowsOfOtherRelays(Tick t) throws SQLException {
-    int moved = store.update("UPDATE OR IGNORE outbox SET relay=?, next_at=?, state=CASE WHEN state='relay-accepted'"
-        + " THEN 'repush' ELSE state END WHERE relay<>? AND state IN ('pending', 'repush', 'relay-accepted')",
-        url, now(), url);
-    if (moved > 0) {
-      t.notes.add(moved + " outbox row(s) queued for another relay URL moved to " + url);
-    }
-  }
-
-  private void checkDeadlines(Tick t) throws SQLException {
-    long now = now();
-    Map<String, String> peers = store.peers();
-    for (HostStore.OutboxRow r : store.query("SELECT * FROM outbox WHERE relay=? AND kind='envelope' AND state IN"
-        + " ('relay-accepted', 'repush') AND deadline_at IS NOT NULL AND deadline_at<=?", HostStore.OUTBOX, url, now)) {
-      String name = peers.getOrDefault(r.targetPubkey(), Fingerprint.ofB64(r.targetPubkey()));
-      boolean everReceipt = store.one("SELECT 1 FROM peer_receipts WHERE host_pubkey=?", rs -> 1, r.targetPubkey())
-          .isPresent();
-      String text = everReceipt
-          ? "Undelivered/unconfirmed to " + name + ": no delivery receipt for message " + r.msgId()
-              + " by its deadline"
-          : "Unconfirmed to " + name + ": no delivery confirmation for message " + r.msgId()
-              + " (that host never sent a delivery receipt; it may be older than 0.5.3)";
-      store.tx(c -> {
-        store.update("UPDATE outbox SET state='unconfirmed', done_at=? WHERE id=?", now, r.id());
-        alert("unconfirmed", r.targetPubkey(), r.itemId(), text);
-        return null;
-      });
-      t.notes.add(text);
-    }
-    int retention = store.one("SELECT retention_days FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(14);
-    long limit = now - retention * DAY_MS - GRACE_MS;
-    for (HostStore.OutboxRow r : store.query("SELECT * FROM outbox WHERE relay=? AND kind='envelope' AND"
-        + " state='pending' AND created_at<=?", HostStore.OUTBOX, url, limit)) {
-      String name = peers.getOrDefault(r.targetPubkey(), Fingerprint.ofB64(r.targetPubkey()));
-      String text = "Undelivered to " + name + ": the relay never accepted message " + r.msgId()
-          + " (last problem: " + r.lastError() + ")";
-      store.tx(c -> {
-        store.update("UPDATE outbox SET state='undelivered', done_at=? WHERE id=?", now, r.id());
-        alert("undelivered", r.targetPubkey(), r.itemId(), text);
-        return null;
-      });
-      t.notes.add(text);
-    }
-  }
-
-  private void alert(String kind, String target, String itemId, String text) throws SQLException {
-    store.update("INSERT INTO alerts(at, kind, relay, target_pubkey, item_id, text) VALUES(?, ?, ?, ?, ?, ?)", now(),
-        kind, url, target, itemId, text);
-    LOG.warn("host alert [kind: {}]", kind);
-  }
-
-  private RelayTransport transport(String relayPub) {
-    String k = relayPub;
-    if (transport == null || !k.equals(transportKey)) {
-      if (transport != null) {
-        transport.close();
-      }
-      transport = transports.open(url, options.hostName(), relayPub);
-      transportKey = k;
-    }
-    return transport;
-  }
-
-  // ---- session (docs/protocol.md §6 per tick) ----
-
-  private String openSession(Tick t) throws Exception {
-    Optional<HostStore.RelayState> st = store.one("SELECT * FROM relays WHERE url=?", HostStore.RELAY, url);
-    if (st.isEmpty()) {
-      throw new Stop("no-pin", "no relay key pinned for " + url + ": run `mbxrelay host relay set " + url + "`");
-    }
-    if (st.get().presentedPubkey() != null) {
-      throw new Stop("relay-key-changed", "relay key changed (pinned " + Fingerprint.ofB64(st.get().relayPubkey())
-          + ", presented " + Fingerprint.ofB64(st.get().presentedPubkey()) + "): relay unused until confirmed");
-    }
-    long sessionNext = store.one("SELECT session_next_at FROM relays WHERE url=?", rs -> rs.getLong(1), url)
-        .orElse(0L);
-    if (sessionNext > now()) {
-      throw new Stop("backoff", null);
-    }
-    String relayPub = st.get().relayPubkey();
-    RelayInfo info = info(t, relayPub);
-    relayPullWait = info.pullWaitMaxSeconds();
-    sessionRelayPub = relayPub;
-    store.update("UPDATE relays SET retention_days=?, max_batch=?, max_pull=? WHERE url=?",
-        info.limits().retentionDays() > 0 ? info.limits().retentionDays() : 14,
-        info.limits().maxBatch() > 0 ? info.limits().maxBatch() : 200,
-        info.limits().maxPull() > 0 ? info.limits().maxPull() : 500, url);
-    String stored = st.get().epoch();
-    if (stored == null) {
-      store.tx(c -> {
-        store.update("UPDATE relays SET epoch=? WHERE url=?", info.epoch(), url);
-        store.update("INSERT INTO positions(relay, epoch, received_through, acked_through) VALUES(?, ?, 0, 0)"
-            + " ON CONFLICT(relay) DO UPDATE SET epoch=excluded.epoch, received_through=0, acked_through=0", url,
-            info.epoch());
-        return null;
-      });
-    } else if (!stored.equals(info.epoch())) {
-      epochChange(t, info.epoch(), "relay epoch changed");
-    }
-    boolean enrolled = info.you().map(y -> key.publicKeyB64().equals(y.pubkey())).orElse(false);
-    String cache = url + "|" + relayPub + "|" + info.epoch() + "|" + key.publicKeyB64();
-    if (enrolled) {
-      store.update("UPDATE relays SET enrolled_cache=?, enrol_failures=0 WHERE url=?", cache, url);
-    } else {
-      enrol(t, relayPub, cache);
-    }
-    publishAllowlist(t, relayPub);
-    publishEncAd(t, relayPub, info);
-    return relayPub;
+  private TickReport report(TickState t) throws SQLException {
+    Optional<HostStore.Position> p = store.position(url);
+    boolean ok = t.session.equals("ok");
+    return new TickReport(t.session, t.epochChanged, t.accepted, t.notAccepted, t.delivered, t.duplicates, t.receipts,
+        t.notices, t.quarantined, p.map(HostStore.Position::receivedThrough).orElse(-1L),
+        p.map(HostStore.Position::ackedThrough).orElse(-1L), t.notes, ok ? session.relayPullWait : 0,
+        ok && inbox.caughtUp);
   }
 
   /**
-   * This host's X25519 encryption key, base64 (32 bytes), generated with BouncyCastle and kept in the host store on
-   * first use. Peers seal envelopes for it; the relay advertises it (docs/protocol.md §4.2).
+   * This host's X25519 encryption key, base64 (32 bytes), generated with Google Tink and kept in the owner-only host
+   * store on first use ({@link HostEncKey}). Peers seal envelopes for it; the relay advertises it (docs/protocol.md
+   * §4.2).
    *
    * @return the base64 public key
    * @throws SQLException when the store fails
    */
   public String encPublicKey() throws SQLException {
-    Optional<String> pub = store.setting("enc_pub");
-    if (pub.isPresent()) {
-      return pub.get();
-    }
-    org.bouncycastle.crypto.params.X25519PrivateKeyParameters priv =
-        new org.bouncycastle.crypto.params.X25519PrivateKeyParameters(new java.security.SecureRandom());
-    String encoded = io.mbxrelay.wire.B64.encode(priv.generatePublicKey().getEncoded());
-    store.putSetting("enc_priv", io.mbxrelay.wire.B64.encode(priv.getEncoded()));
-    store.putSetting("enc_pub", encoded);
-    return encoded;
-  }
-
-  /**
-   * docs/protocol.md §6 step 5: publish the enc-key ad (v2, then v1) when none was published for this relay, it is more than
-   * 24 h old, the key or the epoch changed, or {@code you.enc_ad} no longer shows it. A v2 404 means an old relay (v1
-   * must then succeed); once v2 succeeded, v1 failures are tolerated. A failure is retried on the next tick.
-   */
-  private void publishEncAd(Tick t, String relayPub, RelayInfo info) throws Exception {
-    String encPub = encPublicKey();
-    String stateKey = "enc_ad:" + url;
-    JsonNode last = store.setting(stateKey).map(Json::parse).orElse(null);
-    JsonNode shown = info.you().map(RelayInfo.You::encAd).orElse(null);
-    boolean drift = shown == null || shown.isNull()
-        || !(encPub.equals(shown.path("enc_pub").asText(null)) || encPub.equals(shown.path("v1").asText(null)));
-    boolean due = last == null || now() - last.path("at").asLong() > 86_400_000L
-        || !encPub.equals(last.path("enc_pub").asText()) || !info.epoch().equals(last.path("epoch").asText())
-        || drift;
-    if (!due) {
-      return;
-    }
-    String name = info.you().map(RelayInfo.You::host).orElse(options.hostName());
-    EncAdResult v2;
-    EncAdResult v1;
-    try {
-      v2 = transport(relayPub).publishEncAd(name, encPub, now());
-      v1 = transport(relayPub).publishEncAdV1(name, encPub);
-    } catch (RelayUnreachable e) {
-      t.notes.add("enc-key ad not published (relay unreachable); retried next tick");
-      return;
-    }
-    boolean v2ok = v2 instanceof EncAdResult.Published;
-    boolean oldRelay = v2 instanceof Refused f && f.status() == 404;
-    if (v2ok || (oldRelay && v1 instanceof EncAdResult.Published)) {
-      ObjectNode state = Json.MAPPER.createObjectNode().put("at", now()).put("epoch", info.epoch())
-          .put("enc_pub", encPub).put("v2", v2ok);
-      store.putSetting(stateKey, Json.stringify(state));
-      t.notes.add("enc-key ad published (" + (v2ok ? "v2" : "v1 only: the relay has no v2 ads") + ")");
-    } else {
-      EncAdResult why = v2ok || oldRelay ? v1 : v2;
-      t.notes.add("enc-key ad refused: " + (why instanceof Refused f ? f.status() + " " + f.error() : "bad answer")
-          + "; retried next tick");
-    }
-  }
-
-  private RelayInfo info(Tick t, String relayPub) throws Exception {
-    InfoResult r;
-    try {
-      r = transport(relayPub).info();
-    } catch (RelayUnreachable e) {
-      throw sessionFailure("unreachable", "relay unreachable: " + e.getMessage(), 30_000);
-    }
-    if (r instanceof InfoResult.Ok ok) {
-      return ok.info();
-    }
-    if (r instanceof RelayKeyChanged c) {
-      store.tx(x -> {
-        recordKeyChange(store, url, relayPub, c.presentedPubkey(), now());
-        return null;
-      });
-      throw new Stop("relay-key-changed", "relay key changed (pinned " + c.pinnedFingerprint() + ", presented "
-          + Fingerprint.ofB64(c.presentedPubkey()) + "): relay unused until confirmed");
-    }
-    if (r instanceof Refused f) {
-      throw sessionFailure("refused", "relay info refused: " + f.status() + " " + f.error(),
-          transient_(f.status()) ? 30_000 : 3_600_000);
-    }
-    BadAnswer b = (BadAnswer) r;
-    throw sessionFailure("refused", "relay info not usable: " + b.why(), 3_600_000);
-  }
-
-  static boolean transient_(int status) {
-    return status == 429 || status == 502 || status == 503 || status == 504;
-  }
-
-  private Stop sessionFailure(String session, String note, long capMs) throws SQLException {
-    int failures = store.one("SELECT session_failures FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(0) + 1;
-    long delay = backoff(250, capMs, failures);
-    store.update("UPDATE relays SET session_failures=?, session_next_at=? WHERE url=?", failures, now() + delay, url);
-    return new Stop(session, note + " (next try in " + delay + " ms)");
-  }
-
-  /** Capped exponential backoff with jitter factor 0.5–1.0: base·2^(n−1), at most cap. */
-  long backoff(long baseMs, long capMs, int n) {
-    double raw = Math.min((double) capMs, baseMs * Math.pow(2, Math.max(0, n - 1)));
-    return (long) (raw * (0.5 + 0.5 * options.random().nextDouble()));
-  }
-
-  private void enrol(Tick t, String relayPub, String cache) throws Exception {
-    long next = store.one("SELECT enrol_next_at FROM relays WHERE url=?", rs -> rs.getLong(1), url).orElse(0L);
-    if (next > now()) {
-      throw new Stop("enrol-failed", "not enrolled and enrolment is backing off after a failure");
-    }
-    EnrolResult r;
-    try {
-      r = transport(relayPub).enrol(options.ownerFp());
-    } catch (RelayUnreachable e) {
-      throw sessionFailure("unreachable", "relay unreachable while enrolling: " + e.getMessage(), 30_000);
-    }
-    if (r instanceof EnrolResult.Enrolled) {
-      store.update("UPDATE relays SET enrolled_cache=?, allowlist_digest=NULL WHERE url=?", cache, url);
-      t.freshEnrol = true;
-      t.notes.add("enrolled on " + url);
-      return;
-    }
-    enrolFailure(t, r instanceof Refused f ? "enrolment refused: " + f.status() + " " + f.error()
-        : "enrolment failed: " + r.getClass().getSimpleName());
-  }
-
-  private void enrolFailure(Tick t, String why) throws Exception {
-    int n = store.one("SELECT enrol_failures FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(0) + 1;
-    long delay = Math.min(3_600_000L, 60_000L << Math.min(6, n - 1));
-    store.update("UPDATE relays SET enrol_failures=?, enrol_next_at=?, enrolled_cache=NULL WHERE url=?", n,
-        now() + delay, url);
-    throw new Stop("enrol-failed", why + " (permanent until fixed; next enrolment try in " + delay / 1000 + " s)");
-  }
-
-  /** Any 401: the enrolled cache goes; right after a fresh enrolment it is permanent (backoff), else re-enrol. */
-  private void on401(Tick t, String relayPub, String what) throws Exception {
-    store.update("UPDATE relays SET enrolled_cache=NULL WHERE url=?", url);
-    if (t.freshEnrol) {
-      enrolFailure(t, what + " answered 401 right after a fresh enrolment (clock skew?)");
-    }
-    enrol(t, relayPub, null);
-  }
-
-  private void publishAllowlist(Tick t, String relayPub) throws Exception {
-    List<String> peers = new ArrayList<>(store.peers().keySet());
-    if (peers.isEmpty()) {
-      return;
-    }
-    String digest = Hashes.sha256Hex(String.join("\n", peers).getBytes(StandardCharsets.UTF_8));
-    Optional<String[]> st = store.one("SELECT allowlist_digest, allowlist_next_at FROM relays WHERE url=?",
-        rs -> new String[] {rs.getString(1), Long.toString(rs.getLong(2))}, url);
-    if (st.isEmpty() || digest.equals(st.get()[0]) || Long.parseLong(st.get()[1]) > now()) {
-      return;
-    }
-    SendersResult r;
-    try {
-      r = transport(relayPub).publishSenders(peers, now());
-    } catch (RelayUnreachable e) {
-      t.notes.add("allowlist not published (relay unreachable); retried next tick");
-      return;
-    }
-    if (r instanceof SendersResult.Published || (r instanceof Refused f && f.status() == 409)) {
-      store.update("UPDATE relays SET allowlist_digest=? WHERE url=?", digest, url);
-      t.notes.add("allowlist published (" + peers.size() + " peer(s))");
-    } else if (r instanceof Refused f && f.status() == 404) {
-      store.update("UPDATE relays SET allowlist_next_at=? WHERE url=?", now() + 3_600_000L, url);
-      t.notes.add("relay does not support sender allowlists yet (404); retried in 1 h");
-    } else {
-      store.update("UPDATE relays SET allowlist_next_at=? WHERE url=?", now() + 600_000L, url);
-      t.notes.add("allowlist refused: " + (r instanceof Refused f ? f.status() + " " + f.error() : "bad answer"));
-    }
-  }
-
-  /** Epoch change or rewind (docs/protocol.md §6): re-push accepted rows, position 0 in the new epoch, acked marker gone. */
-  private void epochChange(Tick t, String newEpoch, String why) throws Exception {
-    if (++t.epochChanges > 3) {
-      throw new Stop("refused", "relay keeps changing its epoch; stopping this tick");
-    }
-    t.epochChanged = true;
-    int n = store.tx(c -> {
-      int rows = store.update("UPDATE outbox SET state='repush', next_at=?, attempts=2 WHERE relay=? AND"
-          + " kind='envelope' AND state IN ('relay-accepted', 'repush')", now(), url);
-      store.update("UPDATE relays SET epoch=?, enrolled_cache=NULL, allowlist_digest=NULL WHERE url=?", newEpoch,
-          url);
-      store.update("INSERT INTO positions(relay, epoch, received_through, acked_through) VALUES(?, ?, 0, 0)"
-          + " ON CONFLICT(relay) DO UPDATE SET epoch=excluded.epoch, received_through=0, acked_through=0", url,
-          newEpoch);
-      return rows;
-    });
-    t.notes.add(why + ": " + n + " row(s) back in the outbox for re-push, receive position reset to 0");
-    LOG.info("relay epoch change handled [rows: {}]", n);
-  }
-
-  // ---- sender ----
-
-  private void pushDue(Tick t, String relayPub) throws Exception {
-    int maxBatch = store.one("SELECT max_batch FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(200);
-    List<HostStore.OutboxRow> rows = store.query("SELECT * FROM outbox WHERE relay=? AND state IN ('pending',"
-        + " 'repush') AND next_at<=? ORDER BY id LIMIT ?", HostStore.OUTBOX, url, now(), maxBatch);
-    if (rows.isEmpty()) {
-      return;
-    }
-    List<PushItem> items = new ArrayList<>(rows.size());
-    for (HostStore.OutboxRow r : rows) {
-      byte[] wire = store.one("SELECT wire FROM outbox WHERE id=?", rs -> rs.getBytes(1), r.id()).orElseThrow();
-      items.add(new PushItem(r.kind(), r.itemId(), List.of(new PushItem.Target(r.targetPubkey(), wire))));
-    }
-    PushResult res;
-    try {
-      res = transport(relayPub).push(items);
-    } catch (RelayUnreachable e) {
-      keepPending(t, rows, "push outcome unknown (" + e.getMessage() + "); same bytes retried");
-      return;
-    }
-    options.hook().at("push-answered-before-record");
-    if (res instanceof Refused f && f.status() == 401) {
-      keepPending(t, rows, "push refused: 401 " + f.error());
-      on401(t, relayPub, "push");
-      return;
-    }
-    if (!(res instanceof PushResult.Pushed pushed)) {
-      String why = res instanceof Refused f ? "push refused: " + f.status() + " " + f.error()
-          + (transient_(f.status()) ? "" : " (permanent)") : res instanceof BadAnswer b ? "push answer not usable: "
-          + b.why() : "relay key changed";
-      keepPending(t, rows, why);
-      return;
-    }
-    String currentEpoch = store.one("SELECT epoch FROM relays WHERE url=?", rs -> rs.getString(1), url).orElse("");
-    String seenEpoch = null;
-    for (int i = 0; i < rows.size(); i++) {
-      HostStore.OutboxRow r = rows.get(i);
-      ItemOutcome o = pushed.items().get(i);
-      if (o instanceof ItemOutcome.Accepted a) {
-        long acceptedAt = IsoTime.parse(a.at()).orElse(now());
-        int retention = store.one("SELECT retention_days FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(14);
-        long deadline = r.deadlineAt() != null ? r.deadlineAt() : acceptedAt + retention * DAY_MS + GRACE_MS;
-        String state = r.kind().equals("envelope") ? "relay-accepted" : "sent";
-        store.tx(c -> store.update("UPDATE outbox SET state=?, seq=?, epoch=?, accept=?, accept_sig=?,"
-            + " accepted_at=?, deadline_at=?, last_error=? WHERE id=? AND state IN ('pending', 'repush')", state,
-            a.targets().get(0).seq(), a.epoch(), Json.stringify(a.accept()), a.sig(), acceptedAt, deadline,
-            a.duplicate() ? "duplicate" : null, r.id()));
-        t.accepted++;
-        if (!a.epoch().equals(currentEpoch)) {
-          seenEpoch = a.epoch();
-        }
-      } else {
-        String why = o instanceof ItemOutcome.Rejected j ? "rejected:" + j.reason()
-            : "unverified accept: " + ((ItemOutcome.Unverified) o).why();
-        keepPending(t, List.of(r), why);
-      }
-    }
-    if (seenEpoch != null) {
-      epochChange(t, seenEpoch, "relay epoch changed (seen in a push answer)");
-    }
-  }
-
-  private void keepPending(Tick t, List<HostStore.OutboxRow> rows, String why) throws SQLException {
-    store.tx(c -> {
-      for (HostStore.OutboxRow r : rows) {
-        long delay = backoff(1_000, 900_000, r.attempts() + 1);
-        store.update("UPDATE outbox SET attempts=attempts+1, next_at=?, last_error=? WHERE id=?", now() + delay,
-            why, r.id());
-      }
-      return null;
-    });
-    t.notAccepted += rows.size();
-    t.notes.add(rows.size() + " row(s) kept pending: " + why);
-  }
-
-  // ---- receiver ----
-
-  private void pullAll(Tick t, String relayPub, Prefetched pre) throws Exception {
-    caughtUp = false;
-    int maxPull = store.one("SELECT max_pull FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(500);
-    for (int page = 0; page < MAX_PAGES; page++) {
-      HostStore.Position pos = store.one("SELECT * FROM positions WHERE relay=?", HostStore.POSITION, url)
-          .orElseThrow();
-      PullResult r;
-      if (page == 0 && pre != null && pre.epoch().equals(pos.epoch()) && pre.after() == pos.receivedThrough()) {
-        r = pre.result(); // the page a long-poll wait brought, asked from this very position
-      } else {
-        try {
-          r = transport(relayPub).pull(pos.receivedThrough(), maxPull, pos.epoch());
-        } catch (RelayUnreachable e) {
-          t.notes.add("pull failed (relay unreachable); retried next tick");
-          return;
-        }
-      }
-      if (r instanceof EpochChanged e) {
-        if (e.currentEpoch().isEmpty()) {
-          throw new Stop("refused", "pull answered 409 without an epoch");
-        }
-        epochChange(t, e.currentEpoch(), "relay epoch changed (seen in a pull answer)");
-        continue;
-      }
-      if (r instanceof Refused f) {
-        if (f.status() == 401) {
-          on401(t, relayPub, "pull");
-          continue;
-        }
-        t.notes.add("pull refused: " + f.status() + " " + f.error());
-        return;
-      }
-      if (r instanceof BadAnswer b) {
-        t.notes.add("pull answer not usable: " + b.why());
-        return;
-      }
-      PullResult.Page p = (PullResult.Page) r;
-      if (p.headSeq() < pos.receivedThrough()) {
-        epochChange(t, p.epoch(), "relay went back in time (head_seq " + p.headSeq() + " < received_through "
-            + pos.receivedThrough() + ")");
-        continue;
-      }
-      for (PullResult.PulledItem item : p.items()) {
-        if (item.seq() <= pos.receivedThrough()) {
-          continue;
-        }
-        processItem(t, p.epoch(), item, relayPub);
-      }
-      options.hook().at("checkpoint-before-ack");
-      if (!ack(t, relayPub)) {
-        return;
-      }
-      if (!p.more()) {
-        caughtUp = true;
-        return;
-      }
-    }
-  }
-
-  /** Acks through received_through when it passed the acked marker; false when the tick should stop pulling. */
-  private boolean ack(Tick t, String relayPub) throws Exception {
-    HostStore.Position pos = store.one("SELECT * FROM positions WHERE relay=?", HostStore.POSITION, url)
-        .orElseThrow();
-    if (pos.receivedThrough() <= pos.ackedThrough()) {
-      return true;
-    }
-    AckResult r;
-    try {
-      r = transport(relayPub).ack(pos.epoch(), pos.receivedThrough());
-    } catch (RelayUnreachable e) {
-      t.notes.add("ack lost (relay unreachable); the next ack covers it");
-      return false;
-    }
-    if (r instanceof AckResult.Acked a) {
-      store.update("UPDATE positions SET acked_through=max(acked_through, ?) WHERE relay=? AND epoch=?",
-          pos.receivedThrough(), url, pos.epoch());
-      return true;
-    }
-    if (r instanceof EpochChanged e && !e.currentEpoch().isEmpty()) {
-      epochChange(t, e.currentEpoch(), "relay epoch changed (seen in an ack answer)");
-      return true;
-    }
-    if (r instanceof AckResult.BadAck b) {
-      epochChange(t, pos.epoch(), "relay went back in time (ack beyond head " + b.headSeq() + ")");
-      return true;
-    }
-    t.notes.add("ack refused: " + (r instanceof Refused f ? f.status() + " " + f.error() : "bad answer"));
-    return false;
-  }
-
-  private void processItem(Tick t, String epoch, PullResult.PulledItem item, String relayPub) throws Exception {
-    int[] counts = new int[5];
-    store.tx(c -> {
-      String reason;
-      try {
-        reason = switch (item.kind()) {
-          case "envelope" -> envelope(epoch, item, counts);
-          case "receipt" -> receipt(item, counts);
-          case "expired" -> notice(item, relayPub, counts);
-          default -> "unknown kind";
-        };
-      } catch (SQLException e) {
-        throw e;
-      } catch (RuntimeException e) {
-        throw e;
-      } catch (Exception e) {
-        throw new AppFailure(e);
-      }
-      if (reason != null) {
-        store.update("INSERT INTO quarantine(relay, epoch, seq, kind, item_id, sender_pubkey, reason, wire, at)"
-            + " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)", url, epoch, item.seq(), item.kind(), item.itemId(),
-            item.senderPubkey(), reason, item.wire(), now());
-        counts[4]++;
-        LOG.info("item quarantined [kind: {}] [reason: {}]", item.kind(), reason);
-      }
-      options.hook().at("receive-before-commit");
-      store.update("UPDATE positions SET received_through=? WHERE relay=? AND epoch=? AND received_through<?",
-          item.seq(), url, epoch, item.seq());
-      return null;
-    });
-    t.delivered += counts[0];
-    t.duplicates += counts[1];
-    t.receipts += counts[2];
-    t.notices += counts[3];
-    t.quarantined += counts[4];
-  }
-
-  /** The application's callback threw: rolled back, rethrown to the tick's caller. */
-  static final class AppFailure extends RuntimeException {
-    AppFailure(Exception cause) {
-      super("the application's receive callback failed: " + cause.getClass().getSimpleName(), cause);
-    }
-  }
-
-  private static JsonNode parse(byte[] wire) {
-    try {
-      return Json.parse(Utf8.decode(wire));
-    } catch (IllegalArgumentException e) {
-      return null;
-    }
-  }
-
-  /** @return quarantine reason or null when done */
-  private String envelope(String epoch, PullResult.PulledItem item, int[] counts) throws Exception {
-    JsonNode env = parse(item.wire());
-    if (env == null || !env.isObject()) {
-      return "bad wire: not a JSON object";
-    }
-    if (!item.itemId().equals(env.path("id").asText(null))) {
-      return "item id is not the envelope id";
-    }
-    Optional<String> peer = store.one("SELECT name FROM peers WHERE host_pubkey=?", rs -> rs.getString(1),
-        item.senderPubkey());
-    if (peer.isEmpty()) {
-      return "host not paired";
-    }
-    boolean seen = store.one("SELECT 1 FROM received WHERE sender_pubkey=? AND msg_id=?", rs -> 1,
-        item.senderPubkey(), item.itemId()).isPresent();
-    if (seen) {
-      counts[1]++;
-      requeueReceipt(item.itemId(), item.senderPubkey());
-      return null;
-    }
-    HostApplication.Verdict v = app.receive(new HostApplication.Delivery(url, epoch, item.seq(), item.itemId(),
-        item.senderPubkey(), peer.get(), item.wire(), store.connection()));
-    if (v instanceof HostApplication.Verdict.Refused r) {
-      return "refused by the application: " + r.reason();
-    }
-    store.update("INSERT INTO received(sender_pubkey, msg_id, relay, epoch, seq, at) VALUES(?, ?, ?, ?, ?, ?)",
-        item.senderPubkey(), item.itemId(), url, epoch, item.seq(), now());
-    if (v instanceof HostApplication.Verdict.Accepted a) {
-      counts[0]++;
-      queueReceipt(item.itemId(), item.senderPubkey(), a.recipient());
-    } else {
-      counts[1]++;
-      if (!requeueReceipt(item.itemId(), item.senderPubkey())) {
-        queueReceipt(item.itemId(), item.senderPubkey(), null);
-      }
-    }
-    return null;
-  }
-
-  /** Queues a signed delivery receipt (docs/protocol.md §4.8) for the sender; its bytes are kept for every retry. */
-  private void queueReceipt(String msgId, String senderPubkey, String recipient) throws SQLException {
-    long n = Long.parseLong(store.meta("receipt_seq").orElse("0")) + 1;
-    store.putMeta("receipt_seq", Long.toString(n));
-    ObjectNode rec = Json.MAPPER.createObjectNode().put("v", 1).put("type", "receipt").put("msg", msgId)
-        .put("recipient", recipient != null ? recipient : "owner@" + options.hostName()).put("state", "delivered")
-        .put("at", IsoTime.format(now())).put("seq", n);
-    if (!ReceiptCheck.isValidRec(rec)) {
-      LOG.warn("delivery receipt not queued: the record would be invalid [msg length: {}]", msgId.length());
-      return;
-    }
-    ObjectNode wire = Json.MAPPER.createObjectNode();
-    wire.set("rec", rec);
-    wire.put("sig", key.signB64(CanonicalJson.canonicalBytes(rec)));
-    byte[] bytes = CanonicalJson.canonicalBytes(wire);
-    store.update("INSERT OR IGNORE INTO outbox(relay, kind, item_id, msg_id, target_pubkey, wire, wire_hash, state,"
-        + " next_at, created_at) VALUES(?, 'receipt', ?, ?, ?, ?, ?, 'pending', ?, ?)", url,
-        ReceiptCheck.itemIdFor(rec), msgId, senderPubkey, bytes, Hashes.sha256Hex(bytes), now(), now());
-  }
-
-  /** A duplicate envelope re-queues its stored receipt (same bytes): the relay may have lost it. */
-  private boolean requeueReceipt(String msgId, String senderPubkey) throws SQLException {
-    List<Long> ids = store.query("SELECT id FROM outbox WHERE relay=? AND kind='receipt' AND msg_id=? AND"
-        + " target_pubkey=?", rs -> rs.getLong(1), url, msgId, senderPubkey);
-    for (long id : ids) {
-      store.update("UPDATE outbox SET state='pending', next_at=? WHERE id=? AND state='sent'", now(), id);
-    }
-    return !ids.isEmpty();
-  }
-
-  private String receipt(PullResult.PulledItem item, int[] counts) throws SQLException {
-    JsonNode w = parse(item.wire());
-    JsonNode rec = w == null ? null : w.get("rec");
-    JsonNode sig = w == null ? null : w.get("sig");
-    if (!ReceiptCheck.isValidRec(rec) || sig == null || !sig.isTextual()) {
-      return "bad receipt";
-    }
-    if (!ReceiptCheck.itemIdFor(rec).equals(item.itemId())) {
-      return "item id is not the receipt id";
-    }
-    if (store.one("SELECT 1 FROM peers WHERE host_pubkey=?", rs -> 1, item.senderPubkey()).isEmpty()) {
-      return "receipt from a host that is not a peer";
-    }
-    if (!Ed25519.verify(item.senderPubkey(), CanonicalJson.canonicalBytes(rec), sig.textValue())) {
-      return "receipt is not signed by the peer's key";
-    }
-    String msg = rec.get("msg").textValue();
-    if (store.one("SELECT 1 FROM outbox WHERE relay=? AND kind='envelope' AND msg_id=? AND target_pubkey=?",
-        rs -> 1, url, msg, item.senderPubkey()).isEmpty()) {
-      return "receipt for a message this host did not send to that host";
-    }
-    settle(msg, item.senderPubkey());
-    store.update("INSERT INTO peer_receipts(host_pubkey, last_at) VALUES(?, ?) ON CONFLICT(host_pubkey) DO UPDATE"
-        + " SET last_at=excluded.last_at", item.senderPubkey(), now());
-    counts[2]++;
-    return null;
-  }
-
-  private String notice(PullResult.PulledItem item, String relayPub, int[] counts) throws SQLException {
-    if (!relayPub.equals(item.senderPubkey())) {
-      return "expiry notice not from the pinned relay key";
-    }
-    JsonNode w = parse(item.wire());
-    JsonNode n = w == null ? null : w.get("notice");
-    JsonNode sig = w == null ? null : w.get("sig");
-    if (n == null || !n.isObject() || sig == null || !sig.isTextual()
-        || !"relay-expired".equals(n.path("type").asText(null))) {
-      return "bad expiry notice";
-    }
-    if (!Ed25519.verify(relayPub, CanonicalJson.canonicalBytes(n), sig.textValue())) {
-      return "expiry notice is not signed by the pinned relay key";
-    }
-    String itemId = n.path("item_id").asText("");
-    String target = n.path("target_pubkey").asText("");
-    if (!item.itemId().equals("expired:" + itemId + ":" + target)) {
-      return "expiry notice id does not match its content";
-    }
-    Optional<HostStore.OutboxRow> row = store.one("SELECT * FROM outbox WHERE relay=? AND kind='envelope' AND"
-        + " item_id=? AND target_pubkey=?", HostStore.OUTBOX, url, itemId, target);
-    if (row.isEmpty()) {
-      return "expiry notice for an item this host did not send";
-    }
-    counts[3]++;
-    if (!row.get().state().equals("settled") && !row.get().state().equals("expired")) {
-      String name = store.peers().getOrDefault(target, Fingerprint.ofB64(target));
-      store.update("UPDATE outbox SET state='expired', done_at=? WHERE id=?", now(), row.get().id());
-      alert("expired", target, itemId, "Undelivered to " + name + ": the relay expired message " + itemId
-          + " before " + name + " pulled it");
-    }
-    return null;
+    return HostEncKey.loadOrCreate(store).publicKeyB64();
   }
 
   /** Closes the transport (the store stays open). */
   @Override
   public void close() {
-    if (transport != null) {
-      transport.close();
-      transport = null;
-    }
+    ctx.close();
   }
 }

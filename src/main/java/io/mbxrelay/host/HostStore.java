@@ -28,7 +28,12 @@ import java.util.Optional;
  *   <li>{@code quarantine} — {@code (relay, epoch, seq, kind, item_id, sender_pubkey, reason, wire, at)};</li>
  *   <li>{@code received} — message ids already handed to the application (receiver dedup);</li>
  *   <li>{@code peer_receipts} — peers that ever sent a delivery receipt; {@code alerts} — alerts for people;</li>
- *   <li>{@code inbox} — messages stored by {@link InboxApplication}.</li>
+ *   <li>{@code peers} also keeps each peer's encryption key: pinned ({@code enc_pub}) or the newest verified relay
+ *       ad ({@code ad_enc_pub}, {@code ad_iat}, {@code ad_exp});</li>
+ *   <li>{@code drafts} — messages waiting for a usable encryption key of their target (plaintext envelope, kept on
+ *       this host only; sealed into {@code outbox} once the key is known);</li>
+ *   <li>{@code inbox} — messages stored by {@link InboxApplication} (sealed wire) or by {@link SealedInbox} (also
+ *       the sender address, subject and opened body).</li>
  * </ul>
  *
  * <p><b>Threading.</b> All access is serialized on this object: callers lock it ({@code synchronized (store)}) for
@@ -83,6 +88,7 @@ public final class HostStore implements AutoCloseable {
       for (String ddl : SCHEMA) {
         s.execute(ddl);
       }
+      addMissingColumns(c);
     } catch (SQLException e) {
       c.close();
       throw e;
@@ -143,7 +149,38 @@ public final class HostStore implements AutoCloseable {
           + " relay TEXT, target_pubkey TEXT, item_id TEXT, text TEXT NOT NULL)",
       "CREATE TABLE IF NOT EXISTS inbox(id INTEGER PRIMARY KEY AUTOINCREMENT, relay TEXT NOT NULL,"
           + " sender_pubkey TEXT NOT NULL, msg_id TEXT NOT NULL, wire BLOB NOT NULL, at INTEGER NOT NULL)",
+      "CREATE TABLE IF NOT EXISTS drafts(id INTEGER PRIMARY KEY AUTOINCREMENT, relay TEXT NOT NULL,"
+          + " msg_id TEXT NOT NULL, target_pubkey TEXT NOT NULL, envelope TEXT NOT NULL, last_error TEXT,"
+          + " attempts INTEGER NOT NULL DEFAULT 0, next_at INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL,"
+          + " UNIQUE(msg_id, target_pubkey))",
   };
+
+  /** Columns added after the first release of a table: (table, column, type). Added when missing. */
+  private static final String[][] ADDED_COLUMNS = {
+      {"peers", "enc_pub", "TEXT"},
+      {"peers", "ad_enc_pub", "TEXT"},
+      {"peers", "ad_iat", "TEXT"},
+      {"peers", "ad_exp", "TEXT"},
+      {"inbox", "from_addr", "TEXT"},
+      {"inbox", "subject", "TEXT"},
+      {"inbox", "body", "TEXT"},
+  };
+
+  private static void addMissingColumns(Connection c) throws SQLException {
+    for (String[] col : ADDED_COLUMNS) {
+      boolean present = false;
+      try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("PRAGMA table_info(" + col[0] + ")")) {
+        while (rs.next()) {
+          present |= rs.getString("name").equals(col[1]);
+        }
+      }
+      if (!present) {
+        try (Statement s = c.createStatement()) {
+          s.execute("ALTER TABLE " + col[0] + " ADD COLUMN " + col[1] + " " + col[2]);
+        }
+      }
+    }
+  }
 
   // ---- transactions ----
 
@@ -455,8 +492,115 @@ public final class HostStore implements AutoCloseable {
    * @throws SQLException on storage errors
    */
   public synchronized List<InboxApplication.Message> inbox() throws SQLException {
-    return query("SELECT sender_pubkey, msg_id, wire, at FROM inbox ORDER BY id",
-        rs -> new InboxApplication.Message(rs.getString(1), rs.getString(2), rs.getBytes(3), rs.getLong(4)));
+    return query("SELECT sender_pubkey, msg_id, wire, at, from_addr, subject, body FROM inbox ORDER BY id",
+        rs -> new InboxApplication.Message(rs.getString(1), rs.getString(2), rs.getBytes(3), rs.getLong(4),
+            rs.getString(5), rs.getString(6), rs.getString(7)));
+  }
+
+  /**
+   * A message waiting for its target's encryption key (nothing was sealed or pushed yet).
+   *
+   * @param msgId envelope id
+   * @param targetPubkey target host key (base64)
+   * @param relay relay URL it is queued for
+   * @param lastError why no key is usable yet (e.g. {@code no encryption key: the relay has no ad for that host})
+   * @param attempts key look-ups so far
+   * @param createdAt when queued, ms since the epoch
+   */
+  public record DraftRow(String msgId, String targetPubkey, String relay, String lastError, int attempts,
+      long createdAt) {}
+
+  /**
+   * Messages waiting for an encryption key, oldest first (docs/host-library.md "Peer encryption keys").
+   *
+   * @return the rows (the plaintext is not returned)
+   * @throws SQLException on storage errors
+   */
+  public synchronized List<DraftRow> drafts() throws SQLException {
+    return query("SELECT msg_id, target_pubkey, relay, last_error, attempts, created_at FROM drafts ORDER BY id",
+        rs -> new DraftRow(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4), rs.getInt(5),
+            rs.getLong(6)));
+  }
+
+  /**
+   * An accepted peer.
+   *
+   * @param hostPubkey its host key (base64)
+   * @param name its host name (as its envelopes, ads and addresses name it)
+   * @param encPub its pinned X25519 key, or null
+   * @param adEncPub the key of the newest verified relay ad, or null
+   * @param adIat that ad's {@code iat} (ISO), or null
+   * @param adExp that ad's {@code exp} (ISO), or null
+   */
+  public record Peer(String hostPubkey, String name, String encPub, String adEncPub, String adIat, String adExp) {}
+
+  static final RowMapper<Peer> PEER = rs -> new Peer(rs.getString("host_pubkey"), rs.getString("name"),
+      rs.getString("enc_pub"), rs.getString("ad_enc_pub"), rs.getString("ad_iat"), rs.getString("ad_exp"));
+
+  /**
+   * One peer by key.
+   *
+   * @param hostPubkey the host key (base64)
+   * @return the peer, or empty when not accepted
+   * @throws SQLException on storage errors
+   */
+  public synchronized Optional<Peer> peer(String hostPubkey) throws SQLException {
+    return one("SELECT * FROM peers WHERE host_pubkey=?", PEER, hostPubkey);
+  }
+
+  /**
+   * The peers with a name (case-insensitive; names are host names).
+   *
+   * @param name the host name
+   * @return matching peers (more than one when two keys were accepted under one name)
+   * @throws SQLException on storage errors
+   */
+  public synchronized List<Peer> peersNamed(String name) throws SQLException {
+    return query("SELECT * FROM peers WHERE lower(name)=lower(?) ORDER BY added_at", PEER, name);
+  }
+
+  /**
+   * The relay's {@code max_batch} from its last info (items per push), 200 before any.
+   *
+   * @param url normalized relay URL
+   * @return the limit
+   * @throws SQLException on storage errors
+   */
+  synchronized int maxBatch(String url) throws SQLException {
+    return one("SELECT max_batch FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(200);
+  }
+
+  /**
+   * The relay's {@code max_pull} from its last info (items per page), 500 before any.
+   *
+   * @param url normalized relay URL
+   * @return the limit
+   * @throws SQLException on storage errors
+   */
+  synchronized int maxPull(String url) throws SQLException {
+    return one("SELECT max_pull FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(500);
+  }
+
+  /**
+   * The relay's {@code retention_days} from its last info, 14 before any.
+   *
+   * @param url normalized relay URL
+   * @return days
+   * @throws SQLException on storage errors
+   */
+  synchronized int retentionDays(String url) throws SQLException {
+    return one("SELECT retention_days FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(14);
+  }
+
+  /**
+   * Whether a key is an accepted peer.
+   *
+   * @param hostPubkey the host key (base64)
+   * @return true when accepted
+   * @throws SQLException on storage errors
+   */
+  synchronized boolean isPeer(String hostPubkey) throws SQLException {
+    return one("SELECT 1 FROM peers WHERE host_pubkey=?", rs -> 1, hostPubkey).isPresent();
   }
 
   /**

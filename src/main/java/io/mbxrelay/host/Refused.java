@@ -10,4 +10,4 @@ package io.mbxrelay.host;
  */
 public record Refused(int status, String error, String code)
     implements InfoResult, EnrolResult, PushResult, PullResult, AckResult, SendersResult,
-    EncAdResult {}
+    EncAdResult, EncKeyAnswer {}

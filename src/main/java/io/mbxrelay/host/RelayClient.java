@@ -473,6 +473,26 @@ public final class RelayClient implements AutoCloseable {
         .map(a -> a.status() == 200 ? new EncAdResult.Published(1) : refused(a));
   }
 
+  /**
+   * Looks up a host's encryption key ad ({@code GET /v2/relay/enc-key?pubkey=<key>}, signed hop, docs/protocol.md
+   * §4.2). The answer is what the relay serves: trust nothing in it before {@link PeerEncKeys} verified the signed
+   * v2 ad against the peer's pinned host key.
+   *
+   * @param hostPubkey the peer's host key (base64)
+   * @return {@link EncKeyAnswer.Found}, {@link Refused} (404: no ad for that key) or {@link BadAnswer}
+   */
+  public Future<EncKeyAnswer> encKey(String hostPubkey) {
+    return send(HttpMethod.GET, "/v2/relay/enc-key?pubkey=" + encodeUriComponent(hostPubkey), null, true).map(a -> {
+      if (a.status() != 200) {
+        return refused(a);
+      }
+      if (a.json() == null || !a.json().isObject()) {
+        return new BadAnswer(a.status(), "enc-key answer is not a JSON object");
+      }
+      return new EncKeyAnswer.Found(a.json());
+    });
+  }
+
   /** Closes the web client. Pending requests fail. */
   @Override
   public void close() {

@@ -90,6 +90,13 @@ public interface RelayTransport extends AutoCloseable {
    */
   EncAdResult publishEncAdV1(String hostName, String encPub) throws RelayUnreachable;
 
+  /**
+   * @param hostPubkey the peer's host key (base64)
+   * @return the relay's enc-key answer for that key, unverified (docs/protocol.md §4.2)
+   * @throws RelayUnreachable on I/O
+   */
+  EncKeyAnswer encKey(String hostPubkey) throws RelayUnreachable;
+
   /** Releases the connection pool. */
   @Override
   void close();

@@ -140,6 +140,11 @@ public final class VertxRelayTransport implements RelayTransport {
   }
 
   @Override
+  public EncKeyAnswer encKey(String hostPubkey) throws RelayUnreachable {
+    return await(client.encKey(hostPubkey), 1);
+  }
+
+  @Override
   public void close() {
     client.close();
   }

@@ -108,15 +108,19 @@ public final class AdminVerticle extends VerticleBase {
     r.post("/clock/resume").handler(this::resumeClock);
     // status page (GET /) and its JSON (GET /status): issue 12 item 3
     new StatusRoutes(services, writer, disk, clock, storeFile, this::failing).mount(vertx, r);
-    probe(0L);
-    scan(0L);
-    vertx.setPeriodic(config.probeIntervalMs(), this::probe);
-    vertx.setPeriodic(config.queueScanIntervalMs(), this::scan);
     // HTTP/1.1 only: scrapers and probes need nothing else, and an h2c upgrade of a large scrape answer broke
     // the JDK client in tests.
     HttpServer server = vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(false))
         .requestHandler(r);
-    return server.listen(config.port(), config.bind()).onSuccess(s -> actualPort = s.actualPort());
+    // probes and scans start once the port is ours: a start that fails on the admin port closes the read pool, and a
+    // scan already under way would then log a failure that is not the reason the relay did not start
+    return server.listen(config.port(), config.bind()).onSuccess(s -> {
+      actualPort = s.actualPort();
+      probe(0L);
+      scan(0L);
+      vertx.setPeriodic(config.probeIntervalMs(), this::probe);
+      vertx.setPeriodic(config.queueScanIntervalMs(), this::scan);
+    });
   }
 
   /**
@@ -168,7 +172,10 @@ public final class AdminVerticle extends VerticleBase {
     services.reads().queueStats().onSuccess(q -> metrics.queueScan(q.items(), q.bytes(), q.largestTargetItems(),
         q.largestTargetBytes())).onFailure(e -> {
           metrics.queueScanFailed();
-          WARN.warn("scan", "queue scan failed [error: {}]", e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage());
+          if (!stopping) { // a stop closes the read pool under a scan in flight: expected, not worth a warning
+            WARN.warn("scan", "queue scan failed [error: {}]",
+                e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage());
+          }
         });
   }
 

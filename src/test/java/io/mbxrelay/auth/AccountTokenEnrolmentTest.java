@@ -140,9 +140,9 @@ class AccountTokenEnrolmentTest {
     }
   }
 
-  private void publish(ECKey... keys) {
+  private void publish(JWK... keys) {
     List<JWK> pub = new ArrayList<>();
-    for (ECKey k : keys) {
+    for (JWK k : keys) {
       pub.add(k.toPublicJWK());
     }
     jwks.set(new JWKSet(pub).toString());
@@ -305,6 +305,31 @@ class AccountTokenEnrolmentTest {
     try (RelayHarness r = RelayHarness.start(dir, Map.of(), clock, relayKey)) {
       assertThat(enrol(r, laptop, "laptop-renamed", null).raw()).isEqualTo("{\"ok\":true}");
       assertThat(stored(r, laptop)).containsExactly("acct-1", "account-token", "client-acct-1");
+    }
+  }
+
+  @Test
+  void an_ed25519_issuer_key_signs_account_tokens_too(@TempDir Path dir) throws Exception {
+    com.nimbusds.jose.jwk.OctetKeyPair ed = new com.nimbusds.jose.jwk.gen.OctetKeyPairGenerator(Curve.Ed25519)
+        .keyID("k-ed").generate();
+    publish(ed);
+    MutableClock clock = MutableClock.now();
+    Ed25519KeyPair host = Ed25519KeyPair.generate();
+    try (RelayHarness r = RelayHarness.start(dir, env(), clock, Ed25519KeyPair.generate())) {
+      awaitFirstFetch(r);
+      long now = clock.millis();
+      SignedJWT jwt = new SignedJWT(new JWSHeader.Builder(JWSAlgorithm.EdDSA).keyID("k-ed").build(),
+          claims(host, now, "acct-ed").build());
+      jwt.sign(new com.nimbusds.jose.crypto.Ed25519Signer(ed));
+      assertThat(enrol(r, host, "edhost", jwt.serialize()).raw()).isEqualTo("{\"ok\":true}");
+      assertThat(stored(r, host)).containsExactly("acct-ed", "account-token", "client-acct-ed");
+
+      SignedJWT forged = new SignedJWT(new JWSHeader.Builder(JWSAlgorithm.EdDSA).keyID("k-ed").build(),
+          claims(Ed25519KeyPair.generate(), now, "acct-ed").build());
+      forged.sign(new com.nimbusds.jose.crypto.Ed25519Signer(new com.nimbusds.jose.jwk.gen.OctetKeyPairGenerator(
+          Curve.Ed25519).keyID("k-ed").generate()));
+      Http.Resp bad = enrol(r, Ed25519KeyPair.generate(), "other", forged.serialize());
+      assertThat(bad.status()).isEqualTo(403);
     }
   }
 

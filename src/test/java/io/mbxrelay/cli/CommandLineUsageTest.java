@@ -105,7 +105,7 @@ class CommandLineUsageTest {
         {"backup"},
         {"deny", "add", "host_fp"},
         {"host", "relay", "set", "notaurl"},
-        {"host", "push", "--relay", "ftp://relay.example", "--to", "k", "--demo-text", "t"},
+        {"host", "push", "--relay", "ftp://relay.example", "--to", "k", "--stdin"},
         {"host", "pull", "--relay", "relay.example"},
         {"host", "enrol", "--relay", "http://", "--name", "a"},
         {"host", "run", "--interval-ms", "soon"},

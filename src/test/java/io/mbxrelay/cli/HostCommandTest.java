@@ -4,12 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.mbxrelay.crypto.Ed25519KeyPair;
-import io.mbxrelay.host.DemoEnvelope;
 import io.mbxrelay.host.RelayPins;
 import io.mbxrelay.testing.Envelopes;
 import io.mbxrelay.testing.RelayHarness;
 import io.mbxrelay.wire.B64;
-import io.mbxrelay.wire.EnvelopeCheck;
 import io.mbxrelay.wire.Json;
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -67,7 +65,7 @@ class HostCommandTest {
   }
 
   @Test
-  void enrolPushAndPullMoveOneDemoItemFromAlphaToBeta() throws Exception {
+  void enrolPushAndPullMoveOneItemFromAlphaToBeta() throws Exception {
     Run a = enrol("alpha");
     assertThat(a.code()).as(a.err()).isZero();
     assertThat(a.err()).contains("created host key").contains("trust on first use");
@@ -79,11 +77,13 @@ class HostCommandTest {
     assertThat(RelayPins.load(RelayPins.besideKey(key("beta"))).get(relay.url()))
         .contains(relay.relayKey.publicKeyB64());
 
+    Path file = dir.resolve("item.json");
+    Files.write(file, Envelopes.sealed(Envelopes.newId()));
     Run push = run("host", "push", "--relay", relay.url(), "--name", "alpha", "--key-file", key("alpha").toString(),
-        "--to", betaPub, "--demo-text", "hello beta");
+        "--to", betaPub, "--file", file.toString());
     assertThat(push.code()).as(push.err()).isZero();
     assertThat(push.json().get("status").asText()).isEqualTo("accepted");
-    assertThat(push.err()).contains("NOT encrypted").contains("receipt verified");
+    assertThat(push.err()).contains("receipt verified");
     long seq = push.json().get("targets").get(0).get("seq").asLong();
 
     Run pull = run("host", "pull", "--relay", relay.url(), "--key-file", key("beta").toString(), "--ack", "--json");
@@ -93,7 +93,7 @@ class HostCommandTest {
     JsonNode item = page.get("items").get(0);
     assertThat(item.get("seq").asLong()).isEqualTo(seq);
     assertThat(item.get("item_id").asText()).isEqualTo(push.json().get("item_id").asText());
-    assertThat(item.get("demo_text").asText()).isEqualTo("hello beta");
+    assertThat(item.get("wire_b64").asText()).isEqualTo(B64.encode(Files.readAllBytes(file)));
     assertThat(page.get("acked_through").asLong()).isEqualTo(seq);
     assertThat(page.get("deleted").asLong()).isEqualTo(1);
 
@@ -128,8 +128,14 @@ class HostCommandTest {
   @Test
   void aRejectedPushExitsOneWithTheWireReason() {
     assertThat(enrol("alpha").code()).isZero();
+    Path file = dir.resolve("item.json");
+    try {
+      Files.write(file, Envelopes.sealed(Envelopes.newId()));
+    } catch (java.io.IOException e) {
+      throw new IllegalStateException(e);
+    }
     Run push = run("host", "push", "--relay", relay.url(), "--key-file", key("alpha").toString(), "--to",
-        Ed25519KeyPair.generate().publicKeyB64(), "--demo-text", "x");
+        Ed25519KeyPair.generate().publicKeyB64(), "--file", file.toString());
     assertThat(push.code()).isEqualTo(1);
     assertThat(push.json().get("status").asText()).isEqualTo("rejected:target not enrolled");
   }
@@ -168,7 +174,7 @@ class HostCommandTest {
       assertThat(r.code()).isZero();
       assertThat(r.out()).contains("--relay");
     }
-    assertThat(run("host", "push", "--help").out()).contains("DEMO envelope").contains("not encrypted");
+    assertThat(run("host", "push", "--help").out()).contains("already sealed").doesNotContain("demo");
   }
 
   @Test
@@ -176,15 +182,5 @@ class HostCommandTest {
     Run a = enrol("alpha");
     String seed = Json.parse(Files.readString(key("alpha"))).get("privateKey").asText();
     assertThat(a.out() + a.err()).doesNotContain(seed);
-  }
-
-  @Test
-  void theDemoEnvelopePassesTheRelayShapeCheck() {
-    byte[] wire = DemoEnvelope.wire(DemoEnvelope.newUlid(System.currentTimeMillis()), "demo@alpha", "demo@peer",
-        "hi", System.currentTimeMillis());
-    assertThat(EnvelopeCheck.check(Json.parse(new String(wire, StandardCharsets.UTF_8)))).isEmpty();
-    assertThat(DemoEnvelope.text(wire)).contains("hi");
-    assertThat(DemoEnvelope.text(Envelopes.sealed(Envelopes.newId()))).isEmpty();
-    assertThat(B64.isStdB64(B64.encode(wire))).isTrue();
   }
 }

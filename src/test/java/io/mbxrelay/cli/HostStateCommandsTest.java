@@ -36,8 +36,12 @@ class HostStateCommandsTest {
   }
 
   static Run run(String... args) {
+    return run(new StringWriter(), args);
+  }
+
+  /** Runs with stdout going to {@code out} (a writer that fails stands for a closed pipe). */
+  static Run run(java.io.Writer out, String... args) {
     CommandLine cl = Main.commandLine();
-    StringWriter out = new StringWriter();
     StringWriter err = new StringWriter();
     cl.setOut(new PrintWriter(out, true));
     cl.setErr(new PrintWriter(err, true));
@@ -46,7 +50,7 @@ class HostStateCommandsTest {
   }
 
   @Test
-  void twoHostsExchangeADemoMessageThroughTheCliAndTheSenderRowSettles() {
+  void twoHostsExchangeASealedMessageThroughTheCliAndTheSenderRowSettles() throws Exception {
     String a = dir.resolve("a").toString();
     String b = dir.resolve("b").toString();
     String fp = Fingerprint.ofB64(relay.relayKey.publicKeyB64());
@@ -67,29 +71,86 @@ class HostStateCommandsTest {
     assertThat(run("host", "peer", "add", pb, "--name", "beta", "--dir", a).code()).isZero();
     assertThat(run("host", "peer", "add", pa, "--name", "alpha", "--dir", b).code()).isZero();
 
-    Run send = run("host", "send", "--dir", a, "--to", pb, "--text", "hello beta", "--json");
+    Run nobody = run("host", "send", "--dir", a, "--to", "owner@gamma", "--body", "x");
+    assertThat(nobody.code()).isEqualTo(2);
+    assertThat(nobody.err()).contains("no accepted peer named gamma");
+    java.nio.file.Path bodyFile = dir.resolve("body.txt");
+    java.nio.file.Files.writeString(bodyFile, "hello beta, sealed\nsecond line\n");
+    Run send = run("host", "send", "--dir", a, "--to", "owner@beta", "--body-file", bodyFile.toString(),
+        "--subject", "greeting", "--json");
     assertThat(send.code()).as(send.err()).isZero();
-    assertThat(send.err()).contains("NOT encrypted");
+    assertThat(send.json().get("sealed").asBoolean()).isFalse();
     String msg = send.json().get("msg_id").asText();
+    Run waiting = run("host", "status", "--dir", a, "--json");
+    assertThat(waiting.json().get("outbox").get(0).get("state").asText()).isEqualTo("waiting-for-key");
 
-    assertThat(run("host", "run", "--once", "--dir", b).code()).isZero(); // enrol
+    assertThat(run("host", "run", "--once", "--dir", b).code()).isZero(); // enrol, publish the enc-key ad
     Run ra = run("host", "run", "--once", "--dir", a, "--json");
     assertThat(ra.code()).as(ra.err()).isZero();
     assertThat(ra.json().get("accepted").asInt()).isEqualTo(1);
-    Run rb = run("host", "run", "--once", "--dir", b, "--json");
-    assertThat(rb.json().get("delivered").asInt()).isEqualTo(1);
+    Run rb = run("host", "run", "--once", "--dir", b);
+    assertThat(rb.code()).as(rb.err()).isZero();
+    assertThat(rb.out()).as("the plaintext body on stdout").isEqualTo("hello beta, sealed\nsecond line\n");
+    assertThat(rb.err()).contains("message " + msg + " from owner@alpha (peer alpha, signature verified): greeting");
     run("host", "run", "--once", "--dir", b);
     run("host", "run", "--once", "--dir", a);
 
     Run sb = run("host", "status", "--dir", b, "--json");
-    assertThat(sb.json().get("inbox").get(0).get("demo_text").asText()).isEqualTo("hello beta");
+    assertThat(sb.json().get("inbox").get(0).get("body").asText()).isEqualTo("hello beta, sealed\nsecond line\n");
+    assertThat(sb.err()).contains("inbox " + msg + " from alpha: hello beta, sealed second line");
     Run sa = run("host", "status", "--dir", a, "--json");
     assertThat(sa.json().get("outbox").get(0).get("msg_id").asText()).isEqualTo(msg);
     assertThat(sa.json().get("outbox").get(0).get("state").asText()).isEqualTo("settled");
+    assertThat(sa.json().get("sent").get("settled").asInt()).isEqualTo(1);
+    assertThat(sa.err()).contains("sent messages: 1 settled");
     Run q = run("host", "quarantine", "--dir", b, "--json");
     assertThat(q.json().get("items")).isEmpty();
     Run d = run("host", "doctor", "--dir", a, "--json");
     assertThat(d.code()).as(d.err()).isZero();
     assertThat(d.json().get("ok").asBoolean()).isTrue();
+  }
+
+  @Test
+  void runExecGetsEachBodyOnStdinAndAFailingCommandLeavesTheMessageForTheNextTick() throws Exception {
+    String a = dir.resolve("a").toString();
+    String b = dir.resolve("b").toString();
+    String pa = run("host", "init", "--dir", a, "--name", "alpha", "--json").json().get("pubkey").asText();
+    String pb = run("host", "init", "--dir", b, "--name", "beta", "--json").json().get("pubkey").asText();
+    String fp = Fingerprint.ofB64(relay.relayKey.publicKeyB64());
+    run("host", "relay", "set", relay.url(), "--dir", a, "--key", fp);
+    run("host", "relay", "set", relay.url(), "--dir", b, "--key", fp);
+    run("host", "peer", "add", pb, "--name", "beta", "--dir", a);
+    run("host", "peer", "add", pa, "--name", "alpha", "--dir", b);
+    assertThat(run("host", "run", "--once", "--dir", b).code()).isZero();
+    String msg = run("host", "send", "--dir", a, "--to", "ops@beta", "--body", "run this", "--json").json()
+        .get("msg_id").asText();
+    assertThat(run("host", "run", "--once", "--dir", a, "--json").json().get("accepted").asInt()).isEqualTo(1);
+
+    java.nio.file.Path got = dir.resolve("got");
+    Run failing = run("host", "run", "--once", "--dir", b, "--exec", "cat > " + got + "; exit 3");
+    assertThat(failing.code()).isEqualTo(1);
+    assertThat(failing.err()).contains("--exec exited 3 for message " + msg + "; the message is offered again");
+    java.io.Writer closed = new java.io.Writer() {
+      @Override
+      public void write(char[] c, int off, int len) throws java.io.IOException {
+        throw new java.io.IOException("Broken pipe");
+      }
+
+      @Override
+      public void flush() throws java.io.IOException {
+        throw new java.io.IOException("Broken pipe");
+      }
+
+      @Override
+      public void close() {}
+    };
+    Run noReader = run(closed, "host", "run", "--once", "--dir", b);
+    assertThat(noReader.code()).isEqualTo(1);
+    assertThat(noReader.err()).contains("stdout is closed: message " + msg + " was not handed over");
+    Run ok = run("host", "run", "--once", "--dir", b, "--exec", "cat > " + got + "; echo \"$MBX_MSG_ID $MBX_FROM\" >> "
+        + got);
+    assertThat(ok.code()).as(ok.err()).isZero();
+    assertThat(java.nio.file.Files.readString(got)).isEqualTo("run this" + msg + " owner@alpha\n");
+    assertThat(run("host", "status", "--dir", b, "--json").json().get("inbox")).hasSize(1);
   }
 }

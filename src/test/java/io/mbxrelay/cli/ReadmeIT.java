@@ -88,8 +88,10 @@ class ReadmeIT {
       run(home, "scripts/mbxrelay host enrol --relay " + url + " --name alpha --key-file " + ka);
       String enrolB = run(home, "scripts/mbxrelay host enrol --relay " + url + " --name beta --key-file " + kb);
       String bPub = Json.parse(enrolB).get("host_pubkey").asText();
+      Path item = home.resolve("item.json"); // an already sealed envelope, pushed as is
+      Files.write(item, io.mbxrelay.testing.Envelopes.sealed(io.mbxrelay.testing.Envelopes.newId()));
       run(home, "scripts/mbxrelay host push --relay " + url + " --name alpha --key-file " + ka + " --to '" + bPub
-          + "' --demo-text 'hello through the relay'");
+          + "' --file " + item);
       String pulled = run(home, "scripts/mbxrelay host pull --relay " + url + " --key-file " + kb + " --ack --json");
       JsonNode page = Json.parse(pulled);
       assertThat(page.toString()).contains("envelope");

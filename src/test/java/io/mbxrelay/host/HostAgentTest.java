@@ -14,7 +14,6 @@ import io.mbxrelay.testing.Envelopes;
 import io.mbxrelay.testing.MutableClock;
 import io.mbxrelay.testing.RelayHarness;
 import io.mbxrelay.testing.TestHost;
-import io.vertx.core.Vertx;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -27,37 +26,10 @@ import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
 
 /** The host library against a real relay (RelayHarness) with real host stores: issue 5 "Show". */
-@Timeout(value = 120, unit = TimeUnit.SECONDS)
-class HostAgentTest {
-
-  @TempDir Path dir;
-  Vertx vertx;
-  RelayHarness relay;
-  final List<AutoCloseable> closing = new ArrayList<>();
-
-  @BeforeEach
-  void start() throws Exception {
-    vertx = Vertx.vertx();
-    relay = RelayHarness.start(dir.resolve("relay"));
-  }
-
-  @AfterEach
-  void stop() throws Exception {
-    for (int i = closing.size() - 1; i >= 0; i--) {
-      closing.get(i).close();
-    }
-    if (relay != null) {
-      relay.close();
-    }
-    vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
-  }
+class HostAgentTest extends RealRelayTest {
 
   /** A transport that can lose answers and forge accept receipts, counting calls. */
   static final class Faulty implements RelayTransport {
@@ -150,6 +122,11 @@ class HostAgentTest {
       return real.publishEncAdV1(hostName, encPub);
     }
 
+    @Override
+    public EncKeyAnswer encKey(String hostPubkey) throws RelayUnreachable {
+      return real.encKey(hostPubkey);
+    }
+
     public void close() {
       real.close();
     }
@@ -183,8 +160,7 @@ class HostAgentTest {
         return new HostApplication.Verdict.Accepted(null);
       });
       closing.add(agent);
-      HostAgent.pin(store, relay.url(), relay.relayKey.publicKeyB64(), Fingerprint.ofB64(
-          relay.relayKey.publicKeyB64()), false, clock.millis());
+      pinRelay(store, clock.millis());
     }
 
     String pub() {
@@ -196,17 +172,14 @@ class HostAgentTest {
     }
 
     HostStore.OutboxRow row(String msgId) throws Exception {
-      return store.outboxFor(msgId).stream().filter(r -> r.kind().equals("envelope")).findFirst().orElseThrow();
+      return envelopeRow(store, msgId);
     }
   }
 
   Host[] pair() throws Exception {
     Host a = new Host("alpha");
     Host b = new Host("beta");
-    a.agent.addPeer(b.pub(), "beta");
-    b.agent.addPeer(a.pub(), "alpha");
-    assertThat(a.tick().session()).isEqualTo("ok");
-    assertThat(b.tick().session()).isEqualTo("ok");
+    pairUp(a.agent, a.pub(), "alpha", b.agent, b.pub(), "beta");
     return new Host[] {a, b};
   }
 

@@ -1,0 +1,25 @@
+package io.mbxrelay.host;
+
+import io.mbxrelay.crypto.Ed25519KeyPair;
+
+/** Base of the parts of a {@link HostAgent}: short names for what they share through the {@link AgentContext}. */
+abstract class AgentPart {
+
+  final AgentContext ctx;
+  final HostStore store;
+  final Ed25519KeyPair key;
+  final String url;
+  final HostAgent.Options options;
+
+  AgentPart(AgentContext ctx) {
+    this.ctx = ctx;
+    this.store = ctx.store;
+    this.key = ctx.key;
+    this.url = ctx.url;
+    this.options = ctx.options;
+  }
+
+  long now() {
+    return ctx.now();
+  }
+}

@@ -1,0 +1,350 @@
+package io.mbxrelay.host;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.mbxrelay.crypto.Fingerprint;
+import io.mbxrelay.host.BlockingRelayClient.RelayUnreachable;
+import io.mbxrelay.host.seal.SealException;
+import io.mbxrelay.host.seal.SealedEnvelope;
+import io.mbxrelay.host.seal.Ulid;
+import io.mbxrelay.wire.Hashes;
+import io.mbxrelay.wire.IsoTime;
+import io.mbxrelay.wire.Json;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The sender side (docs/protocol.md §6 "Sender", §7.3; docs/host-library.md "Peer encryption keys", "What a tick
+ * does" steps 1, 3, 4): queueing messages (sealed at once for a pinned key, else waiting in {@code drafts}), sealing
+ * the waiting ones once a verified key is known, pushing due rows and recording verified accept receipts, the
+ * sender's own deadlines, and settling rows. Used by {@link HostAgent} only, under its store lock.
+ */
+final class Outbox extends AgentPart {
+
+  private static final Logger LOG = LoggerFactory.getLogger(Outbox.class);
+  private static final long DAY_MS = 86_400_000L;
+  private static final long GRACE_MS = DAY_MS;
+
+  private final RelaySession session;
+
+  Outbox(AgentContext ctx, RelaySession session) {
+    super(ctx);
+    this.session = session;
+  }
+
+  /**
+   * Queues a message for one peer host (docs/host-library.md "Envelopes", "Peer encryption keys"): builds the v3
+   * envelope (new ULID), and seals it for the peer's pinned encryption key right away, or keeps it on this host
+   * until a tick has verified the peer's ad from the relay. Nothing is ever sent unsealed. Returns after the commit.
+   *
+   * @param draft what to send ({@code from}/{@code to} addresses, subject, body, kind)
+   * @param targetPubkey the peer host's key (base64); must be an accepted peer
+   * @return the envelope id and whether it is sealed yet
+   * @throws SQLException on storage errors
+   * @throws IllegalArgumentException when the target is not a peer or the draft is invalid (reason in the message)
+   */
+  HostAgent.Queued sendMessage(SealedEnvelope.Draft draft, String targetPubkey) throws SQLException {
+    long now = now();
+    String id = Ulid.next(now);
+    ObjectNode plain = SealedEnvelope.build(draft, id, now);
+    synchronized (store) {
+      return store.tx(c -> {
+        HostStore.Peer p = store.peer(targetPubkey)
+            .orElseThrow(() -> new IllegalArgumentException("target is not an accepted peer: add it first"));
+        PeerEncKeys.Resolution k = PeerEncKeys.pinned(p);
+        if (k.encPub() != null) {
+          insertOutbox(id, targetPubkey, seal(plain, k.encPub()));
+          return new HostAgent.Queued(id, true);
+        }
+        store.update("INSERT INTO drafts(relay, msg_id, target_pubkey, envelope, last_error, next_at, created_at)"
+            + " VALUES(?, ?, ?, ?, ?, ?, ?)", url, id, targetPubkey, Json.stringify(plain),
+            "waiting for the peer's encryption key (looked up on the next tick)", now, now);
+        return new HostAgent.Queued(id, false);
+      });
+    }
+  }
+
+  private byte[] seal(ObjectNode plain, String encPub) {
+    try {
+      return SealedEnvelope.seal(plain, io.mbxrelay.wire.B64.decodeLenient(encPub).orElseThrow(), options.hostName(),
+          key);
+    } catch (SealException e) {
+      throw new IllegalStateException("cannot seal for the peer's key: " + e.getMessage());
+    }
+  }
+
+  private void insertOutbox(String msgId, String targetPubkey, byte[] wire) throws SQLException {
+    long now = now();
+    store.update("INSERT INTO outbox(relay, kind, item_id, msg_id, target_pubkey, wire, wire_hash, state,"
+        + " next_at, created_at) VALUES(?, 'envelope', ?, ?, ?, ?, ?, 'pending', ?, ?)", url, msgId, msgId,
+        targetPubkey, wire, Hashes.sha256Hex(wire), now, now);
+  }
+
+  /** Whether the bytes are an envelope object whose {@code enc} is null, i.e. with a readable body. */
+  private static boolean isPlaintextEnvelope(byte[] wire) {
+    try {
+      JsonNode e = Json.parse(wire);
+      return e.isObject() && e.has("enc") && e.get("enc").isNull();
+    } catch (IllegalArgumentException notJson) {
+      return false; // not an envelope the relay would store either; it answers rejected:bad wire
+    }
+  }
+
+  /**
+   * Queues an envelope durably for one target (docs/protocol.md §7.3: the wire bytes are persisted before the first attempt
+   * and reused on every retry). Returns after the commit; pushing happens on {@link HostAgent#tick()}.
+   *
+   * @param msgId the envelope id (= item id)
+   * @param targetPubkey the target's pinned host key (base64); must be an accepted peer
+   * @param wire the sealed envelope bytes for that target
+   * @return the outcome
+   * @throws SQLException on storage errors
+   * @throws IllegalArgumentException when the target is not a peer
+   */
+  HostAgent.SendOutcome send(String msgId, String targetPubkey, byte[] wire) throws SQLException {
+    if (isPlaintextEnvelope(wire)) {
+      throw new IllegalArgumentException("a plaintext envelope (enc: null) is never sent: seal it (sendMessage)");
+    }
+    String hash = Hashes.sha256Hex(wire);
+    synchronized (store) {
+      return store.tx(c -> {
+        if (!store.isPeer(targetPubkey)) {
+          throw new IllegalArgumentException("target is not an accepted peer: add it first");
+        }
+        Optional<String> existing = store.one("SELECT wire_hash FROM outbox WHERE relay=? AND item_id=? AND"
+            + " target_pubkey=?", rs -> rs.getString(1), url, msgId, targetPubkey);
+        if (existing.isPresent()) {
+          return existing.get().equals(hash) ? HostAgent.SendOutcome.ALREADY_QUEUED : HostAgent.SendOutcome.CONFLICT;
+        }
+        insertOutbox(msgId, targetPubkey, wire);
+        return HostAgent.SendOutcome.QUEUED;
+      });
+    }
+  }
+
+  /**
+   * Settles the envelope rows of a message for one target because the application learnt of the delivery by
+   * another path (e.g. a LAN receipt) — docs/protocol.md §7.9 "or over the LAN".
+   *
+   * @param msgId the message id
+   * @param targetPubkey the target host key
+   * @return whether a row changed
+   * @throws SQLException on storage errors
+   */
+  boolean markDelivered(String msgId, String targetPubkey) throws SQLException {
+    synchronized (store) {
+      return store.tx(c -> settle(msgId, targetPubkey)) > 0;
+    }
+  }
+
+  int settle(String msgId, String target) throws SQLException {
+    return store.update("UPDATE outbox SET state='settled', done_at=? WHERE kind='envelope' AND msg_id=? AND"
+        + " target_pubkey=? AND state<>'settled'", now(), msgId, target);
+  }
+
+  /**
+   * Rows queued for another relay URL (after {@code host relay set} moved this host to a new URL) would otherwise
+   * never be pushed nor reach their deadline: they move to the current relay, relay-accepted ones as {@code repush}
+   * (the new relay may not hold them; dedup absorbs it when it does). Never silently gone (issue: host side).
+   */
+  void adoptRowsOfOtherRelays(TickState t) throws SQLException {
+    int moved = store.update("UPDATE OR IGNORE outbox SET relay=?, next_at=?, state=CASE WHEN state='relay-accepted'"
+        + " THEN 'repush' ELSE state END WHERE relay<>? AND state IN ('pending', 'repush', 'relay-accepted')",
+        url, now(), url);
+    moved += store.update("UPDATE drafts SET relay=?, next_at=? WHERE relay<>?", url, now(), url);
+    if (moved > 0) {
+      t.notes.add(moved + " outbox row(s) queued for another relay URL moved to " + url);
+    }
+  }
+
+  /** The sender's own deadline (docs/protocol.md §7.3): no relay notice needed. */
+  void checkDeadlines(TickState t) throws SQLException {
+    long now = now();
+    Map<String, String> peers = store.peers();
+    for (HostStore.OutboxRow r : store.query("SELECT * FROM outbox WHERE relay=? AND kind='envelope' AND state IN"
+        + " ('relay-accepted', 'repush') AND deadline_at IS NOT NULL AND deadline_at<=?", HostStore.OUTBOX, url, now)) {
+      String name = peers.getOrDefault(r.targetPubkey(), Fingerprint.ofB64(r.targetPubkey()));
+      boolean everReceipt = store.one("SELECT 1 FROM peer_receipts WHERE host_pubkey=?", rs -> 1, r.targetPubkey())
+          .isPresent();
+      String text = everReceipt
+          ? "Undelivered/unconfirmed to " + name + ": no delivery receipt for message " + r.msgId()
+              + " by its deadline"
+          : "Unconfirmed to " + name + ": no delivery confirmation for message " + r.msgId()
+              + " (that host never sent a delivery receipt; it may be older than 0.5.3)";
+      store.tx(c -> {
+        store.update("UPDATE outbox SET state='unconfirmed', done_at=? WHERE id=?", now, r.id());
+        ctx.alert("unconfirmed", r.targetPubkey(), r.itemId(), text);
+        return null;
+      });
+      t.notes.add(text);
+    }
+    int retention = store.retentionDays(url);
+    long limit = now - retention * DAY_MS - GRACE_MS;
+    for (HostStore.OutboxRow r : store.query("SELECT * FROM outbox WHERE relay=? AND kind='envelope' AND"
+        + " state='pending' AND created_at<=?", HostStore.OUTBOX, url, limit)) {
+      String name = peers.getOrDefault(r.targetPubkey(), Fingerprint.ofB64(r.targetPubkey()));
+      String text = "Undelivered to " + name + ": the relay never accepted message " + r.msgId()
+          + " (last problem: " + r.lastError() + ")";
+      store.tx(c -> {
+        store.update("UPDATE outbox SET state='undelivered', done_at=? WHERE id=?", now, r.id());
+        ctx.alert("undelivered", r.targetPubkey(), r.itemId(), text);
+        return null;
+      });
+      t.notes.add(text);
+    }
+  }
+
+  /**
+   * Seals the messages waiting for a key (docs/host-library.md "Peer encryption keys"): per peer, the pinned key,
+   * else the relay's ad verified by {@link PeerEncKeys} (looked up once per tick), else — when the relay cannot be
+   * asked — the newest verified ad while unexpired. Without a usable key the message stays waiting with the reason
+   * (backoff 5 s doubling to 15 min); it is never sent unsealed.
+   */
+  void sealWaiting(TickState t, String relayPub) throws Exception {
+    int maxBatch = store.maxBatch(url);
+    List<String[]> rows = store.query("SELECT id, msg_id, target_pubkey, envelope, attempts FROM drafts WHERE relay=?"
+        + " AND next_at<=? ORDER BY id LIMIT ?", rs -> new String[] {rs.getString(1), rs.getString(2), rs.getString(3),
+            rs.getString(4), rs.getString(5)}, url, now(), maxBatch);
+    Map<String, PeerEncKeys.Resolution> keys = new java.util.HashMap<>();
+    int sealed = 0;
+    for (String[] r : rows) {
+      String target = r[2];
+      PeerEncKeys.Resolution k = keys.get(target);
+      if (k == null) {
+        k = resolve(target, relayPub);
+        keys.put(target, k);
+      }
+      if (k.encPub() != null) {
+        ObjectNode plain = (ObjectNode) Json.parse(r[3]);
+        byte[] wire = seal(plain, k.encPub());
+        store.tx(c -> {
+          insertOutbox(r[1], target, wire);
+          store.update("DELETE FROM drafts WHERE id=?", Long.parseLong(r[0]));
+          return null;
+        });
+        sealed++;
+      } else {
+        String why = k.why();
+        long delay = ctx.backoff(5_000, 900_000, Integer.parseInt(r[4]) + 1);
+        store.update("UPDATE drafts SET attempts=attempts+1, next_at=?, last_error=? WHERE id=?", now() + delay, why,
+            Long.parseLong(r[0]));
+        t.notes.add("message " + r[1] + " to " + store.peers().getOrDefault(target, Fingerprint.ofB64(target))
+            + " still waiting: " + why);
+      }
+    }
+    if (sealed > 0) {
+      t.notes.add(sealed + " waiting message(s) sealed for their peer's key");
+    }
+  }
+
+  private PeerEncKeys.Resolution resolve(String target, String relayPub) throws Exception {
+    Optional<HostStore.Peer> p = store.peer(target);
+    if (p.isEmpty()) {
+      return PeerEncKeys.Resolution.none("the target is no longer an accepted peer");
+    }
+    PeerEncKeys.Resolution pinned = PeerEncKeys.pinned(p.get());
+    if (pinned.encPub() != null) {
+      return pinned;
+    }
+    EncKeyAnswer a;
+    try {
+      a = ctx.transport(relayPub).encKey(target);
+    } catch (RelayUnreachable e) {
+      PeerEncKeys.Resolution c = PeerEncKeys.cached(p.get(), now());
+      return c.encPub() != null ? c : PeerEncKeys.Resolution.none("no encryption key: relay unreachable");
+    }
+    if (a instanceof EncKeyAnswer.Found f) {
+      PeerEncKeys.Resolution r = store.tx(c -> PeerEncKeys.fromRelay(store, p.get(), f.answer(), now()));
+      if (r.encPub() == null) {
+        LOG.warn("peer encryption key refused [reason: {}]", r.why());
+      }
+      return r;
+    }
+    if (a instanceof Refused f && f.status() == 404) {
+      return PeerEncKeys.Resolution.none("no encryption key: the relay has no ad for that host (it publishes one when"
+          + " its host runs; or pin its key with `host peer add --enc-key`)");
+    }
+    PeerEncKeys.Resolution c = PeerEncKeys.cached(p.get(), now());
+    return c.encPub() != null ? c : PeerEncKeys.Resolution.none("no encryption key: enc-key look-up failed ("
+        + (a instanceof Refused f ? f.status() + " " + f.error() : ((BadAnswer) a).why()) + ")");
+  }
+
+  void pushDue(TickState t, String relayPub) throws Exception {
+    int maxBatch = store.maxBatch(url);
+    List<HostStore.OutboxRow> rows = store.query("SELECT * FROM outbox WHERE relay=? AND state IN ('pending',"
+        + " 'repush') AND next_at<=? ORDER BY id LIMIT ?", HostStore.OUTBOX, url, now(), maxBatch);
+    if (rows.isEmpty()) {
+      return;
+    }
+    List<PushItem> items = new ArrayList<>(rows.size());
+    for (HostStore.OutboxRow r : rows) {
+      byte[] wire = store.one("SELECT wire FROM outbox WHERE id=?", rs -> rs.getBytes(1), r.id()).orElseThrow();
+      items.add(new PushItem(r.kind(), r.itemId(), List.of(new PushItem.Target(r.targetPubkey(), wire))));
+    }
+    PushResult res;
+    try {
+      res = ctx.transport(relayPub).push(items);
+    } catch (RelayUnreachable e) {
+      keepPending(t, rows, "push outcome unknown (" + e.getMessage() + "); same bytes retried");
+      return;
+    }
+    options.hook().at("push-answered-before-record");
+    if (res instanceof Refused f && f.status() == 401) {
+      keepPending(t, rows, "push refused: 401 " + f.error());
+      session.on401(t, relayPub, "push");
+      return;
+    }
+    if (!(res instanceof PushResult.Pushed pushed)) {
+      String why = res instanceof Refused f ? "push refused: " + f.status() + " " + f.error()
+          + (RelaySession.transient_(f.status()) ? "" : " (permanent)")
+          : res instanceof BadAnswer b ? "push answer not usable: " + b.why() : "relay key changed";
+      keepPending(t, rows, why);
+      return;
+    }
+    String currentEpoch = store.one("SELECT epoch FROM relays WHERE url=?", rs -> rs.getString(1), url).orElse("");
+    String seenEpoch = null;
+    for (int i = 0; i < rows.size(); i++) {
+      HostStore.OutboxRow r = rows.get(i);
+      ItemOutcome o = pushed.items().get(i);
+      if (o instanceof ItemOutcome.Accepted a) {
+        long acceptedAt = IsoTime.parse(a.at()).orElse(now());
+        int retention = store.retentionDays(url);
+        long deadline = r.deadlineAt() != null ? r.deadlineAt() : acceptedAt + retention * DAY_MS + GRACE_MS;
+        String state = r.kind().equals("envelope") ? "relay-accepted" : "sent";
+        store.tx(c -> store.update("UPDATE outbox SET state=?, seq=?, epoch=?, accept=?, accept_sig=?,"
+            + " accepted_at=?, deadline_at=?, last_error=? WHERE id=? AND state IN ('pending', 'repush')", state,
+            a.targets().get(0).seq(), a.epoch(), Json.stringify(a.accept()), a.sig(), acceptedAt, deadline,
+            a.duplicate() ? "duplicate" : null, r.id()));
+        t.accepted++;
+        if (!a.epoch().equals(currentEpoch)) {
+          seenEpoch = a.epoch();
+        }
+      } else {
+        String why = o instanceof ItemOutcome.Rejected j ? "rejected:" + j.reason()
+            : "unverified accept: " + ((ItemOutcome.Unverified) o).why();
+        keepPending(t, List.of(r), why);
+      }
+    }
+    if (seenEpoch != null) {
+      session.epochChange(t, seenEpoch, "relay epoch changed (seen in a push answer)");
+    }
+  }
+
+  private void keepPending(TickState t, List<HostStore.OutboxRow> rows, String why) throws SQLException {
+    store.tx(c -> {
+      for (HostStore.OutboxRow r : rows) {
+        long delay = ctx.backoff(1_000, 900_000, r.attempts() + 1);
+        store.update("UPDATE outbox SET attempts=attempts+1, next_at=?, last_error=? WHERE id=?", now() + delay,
+            why, r.id());
+      }
+      return null;
+    });
+    t.notAccepted += rows.size();
+    t.notes.add(rows.size() + " row(s) kept pending: " + why);
+  }
+}

@@ -1,0 +1,249 @@
+package io.mbxrelay.host;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.mbxrelay.crypto.Fingerprint;
+import io.mbxrelay.host.BlockingRelayClient.RelayUnreachable;
+import io.mbxrelay.wire.Hashes;
+import io.mbxrelay.wire.Json;
+import java.nio.charset.StandardCharsets;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The relay session of one tick (docs/protocol.md §6 "Per tick"; docs/host-library.md "What a tick does" step 2):
+ * signed info and the pin check, the epoch check, enrolment (with its backoff), the sender allowlist and this host's
+ * enc-key ad; the epoch change / rewind every part of the tick may meet; the 401 handling. Used by {@link HostAgent}
+ * only, under its store lock, on the ticking thread.
+ */
+final class RelaySession extends AgentPart {
+
+  private static final Logger LOG = LoggerFactory.getLogger(RelaySession.class);
+
+
+  /** The longest pull wait the relay offered in the last session, s (0: none). */
+  volatile int relayPullWait;
+  /** The relay key of the last session (the long-poll wait uses its transport). */
+  volatile String sessionRelayPub;
+
+  RelaySession(AgentContext ctx) {
+    super(ctx);
+  }
+
+  String openSession(TickState t) throws Exception {
+    Optional<HostStore.RelayState> st = store.relay(url);
+    if (st.isEmpty()) {
+      throw new TickStop("no-pin", "no relay key pinned for " + url + ": run `mbxrelay host relay set " + url + "`");
+    }
+    if (st.get().presentedPubkey() != null) {
+      throw new TickStop("relay-key-changed", "relay key changed (pinned " + Fingerprint.ofB64(st.get().relayPubkey())
+          + ", presented " + Fingerprint.ofB64(st.get().presentedPubkey()) + "): relay unused until confirmed");
+    }
+    long sessionNext = store.one("SELECT session_next_at FROM relays WHERE url=?", rs -> rs.getLong(1), url)
+        .orElse(0L);
+    if (sessionNext > now()) {
+      throw new TickStop("backoff", null);
+    }
+    String relayPub = st.get().relayPubkey();
+    RelayInfo info = info(t, relayPub);
+    relayPullWait = info.pullWaitMaxSeconds();
+    sessionRelayPub = relayPub;
+    store.update("UPDATE relays SET retention_days=?, max_batch=?, max_pull=? WHERE url=?",
+        info.limits().retentionDays() > 0 ? info.limits().retentionDays() : 14,
+        info.limits().maxBatch() > 0 ? info.limits().maxBatch() : 200,
+        info.limits().maxPull() > 0 ? info.limits().maxPull() : 500, url);
+    String stored = st.get().epoch();
+    if (stored == null) {
+      store.tx(c -> {
+        store.update("UPDATE relays SET epoch=? WHERE url=?", info.epoch(), url);
+        store.update("INSERT INTO positions(relay, epoch, received_through, acked_through) VALUES(?, ?, 0, 0)"
+            + " ON CONFLICT(relay) DO UPDATE SET epoch=excluded.epoch, received_through=0, acked_through=0", url,
+            info.epoch());
+        return null;
+      });
+    } else if (!stored.equals(info.epoch())) {
+      epochChange(t, info.epoch(), "relay epoch changed");
+    }
+    boolean enrolled = info.you().map(y -> key.publicKeyB64().equals(y.pubkey())).orElse(false);
+    String cache = url + "|" + relayPub + "|" + info.epoch() + "|" + key.publicKeyB64();
+    if (enrolled) {
+      store.update("UPDATE relays SET enrolled_cache=?, enrol_failures=0 WHERE url=?", cache, url);
+    } else {
+      enrol(t, relayPub, cache);
+    }
+    publishAllowlist(t, relayPub);
+    publishEncAd(t, relayPub, info);
+    return relayPub;
+  }
+
+  /**
+   * docs/protocol.md §6 step 5: publish the enc-key ad (v2, then v1) when none was published for this relay, it is more than
+   * 24 h old, the key or the epoch changed, or {@code you.enc_ad} no longer shows it. A v2 404 means an old relay (v1
+   * must then succeed); once v2 succeeded, v1 failures are tolerated. A failure is retried on the next tick.
+   */
+  private void publishEncAd(TickState t, String relayPub, RelayInfo info) throws Exception {
+    String encPub = HostEncKey.loadOrCreate(store).publicKeyB64();
+    String stateKey = "enc_ad:" + url;
+    JsonNode last = store.setting(stateKey).map(Json::parse).orElse(null);
+    JsonNode shown = info.you().map(RelayInfo.You::encAd).orElse(null);
+    boolean drift = shown == null || shown.isNull()
+        || !(encPub.equals(shown.path("enc_pub").asText(null)) || encPub.equals(shown.path("v1").asText(null)));
+    boolean due = last == null || now() - last.path("at").asLong() > 86_400_000L
+        || !encPub.equals(last.path("enc_pub").asText()) || !info.epoch().equals(last.path("epoch").asText())
+        || drift;
+    if (!due) {
+      return;
+    }
+    String name = info.you().map(RelayInfo.You::host).orElse(options.hostName());
+    EncAdResult v2;
+    EncAdResult v1;
+    try {
+      v2 = ctx.transport(relayPub).publishEncAd(name, encPub, now());
+      v1 = ctx.transport(relayPub).publishEncAdV1(name, encPub);
+    } catch (RelayUnreachable e) {
+      t.notes.add("enc-key ad not published (relay unreachable); retried next tick");
+      return;
+    }
+    boolean v2ok = v2 instanceof EncAdResult.Published;
+    boolean oldRelay = v2 instanceof Refused f && f.status() == 404;
+    if (v2ok || (oldRelay && v1 instanceof EncAdResult.Published)) {
+      ObjectNode state = Json.MAPPER.createObjectNode().put("at", now()).put("epoch", info.epoch())
+          .put("enc_pub", encPub).put("v2", v2ok);
+      store.putSetting(stateKey, Json.stringify(state));
+      t.notes.add("enc-key ad published (" + (v2ok ? "v2" : "v1 only: the relay has no v2 ads") + ")");
+    } else {
+      EncAdResult why = v2ok || oldRelay ? v1 : v2;
+      t.notes.add("enc-key ad refused: " + (why instanceof Refused f ? f.status() + " " + f.error() : "bad answer")
+          + "; retried next tick");
+    }
+  }
+
+  private RelayInfo info(TickState t, String relayPub) throws Exception {
+    InfoResult r;
+    try {
+      r = ctx.transport(relayPub).info();
+    } catch (RelayUnreachable e) {
+      throw sessionFailure("unreachable", "relay unreachable: " + e.getMessage(), 30_000);
+    }
+    if (r instanceof InfoResult.Ok ok) {
+      return ok.info();
+    }
+    if (r instanceof RelayKeyChanged c) {
+      store.tx(x -> {
+        HostAgent.recordKeyChange(store, url, relayPub, c.presentedPubkey(), now());
+        return null;
+      });
+      throw new TickStop("relay-key-changed", "relay key changed (pinned " + c.pinnedFingerprint() + ", presented "
+          + Fingerprint.ofB64(c.presentedPubkey()) + "): relay unused until confirmed");
+    }
+    if (r instanceof Refused f) {
+      throw sessionFailure("refused", "relay info refused: " + f.status() + " " + f.error(),
+          transient_(f.status()) ? 30_000 : 3_600_000);
+    }
+    BadAnswer b = (BadAnswer) r;
+    throw sessionFailure("refused", "relay info not usable: " + b.why(), 3_600_000);
+  }
+
+  static boolean transient_(int status) {
+    return status == 429 || status == 502 || status == 503 || status == 504;
+  }
+
+  private TickStop sessionFailure(String session, String note, long capMs) throws SQLException {
+    int failures = store.one("SELECT session_failures FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(0) + 1;
+    long delay = ctx.backoff(250, capMs, failures);
+    store.update("UPDATE relays SET session_failures=?, session_next_at=? WHERE url=?", failures, now() + delay, url);
+    return new TickStop(session, note + " (next try in " + delay + " ms)");
+  }
+
+  private void enrol(TickState t, String relayPub, String cache) throws Exception {
+    long next = store.one("SELECT enrol_next_at FROM relays WHERE url=?", rs -> rs.getLong(1), url).orElse(0L);
+    if (next > now()) {
+      throw new TickStop("enrol-failed", "not enrolled and enrolment is backing off after a failure");
+    }
+    EnrolResult r;
+    try {
+      r = ctx.transport(relayPub).enrol(options.ownerFp());
+    } catch (RelayUnreachable e) {
+      throw sessionFailure("unreachable", "relay unreachable while enrolling: " + e.getMessage(), 30_000);
+    }
+    if (r instanceof EnrolResult.Enrolled) {
+      store.update("UPDATE relays SET enrolled_cache=?, allowlist_digest=NULL WHERE url=?", cache, url);
+      t.freshEnrol = true;
+      t.notes.add("enrolled on " + url);
+      return;
+    }
+    enrolFailure(t, r instanceof Refused f ? "enrolment refused: " + f.status() + " " + f.error()
+        : "enrolment failed: " + r.getClass().getSimpleName());
+  }
+
+  private void enrolFailure(TickState t, String why) throws Exception {
+    int n = store.one("SELECT enrol_failures FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(0) + 1;
+    long delay = Math.min(3_600_000L, 60_000L << Math.min(6, n - 1));
+    store.update("UPDATE relays SET enrol_failures=?, enrol_next_at=?, enrolled_cache=NULL WHERE url=?", n,
+        now() + delay, url);
+    throw new TickStop("enrol-failed", why + " (permanent until fixed; next enrolment try in " + delay / 1000 + " s)");
+  }
+
+  /** Any 401: the enrolled cache goes; right after a fresh enrolment it is permanent (backoff), else re-enrol. */
+  void on401(TickState t, String relayPub, String what) throws Exception {
+    store.update("UPDATE relays SET enrolled_cache=NULL WHERE url=?", url);
+    if (t.freshEnrol) {
+      enrolFailure(t, what + " answered 401 right after a fresh enrolment (clock skew?)");
+    }
+    enrol(t, relayPub, null);
+  }
+
+  private void publishAllowlist(TickState t, String relayPub) throws Exception {
+    List<String> peers = new ArrayList<>(store.peers().keySet());
+    if (peers.isEmpty()) {
+      return;
+    }
+    String digest = Hashes.sha256Hex(String.join("\n", peers).getBytes(StandardCharsets.UTF_8));
+    Optional<String[]> st = store.one("SELECT allowlist_digest, allowlist_next_at FROM relays WHERE url=?",
+        rs -> new String[] {rs.getString(1), Long.toString(rs.getLong(2))}, url);
+    if (st.isEmpty() || digest.equals(st.get()[0]) || Long.parseLong(st.get()[1]) > now()) {
+      return;
+    }
+    SendersResult r;
+    try {
+      r = ctx.transport(relayPub).publishSenders(peers, now());
+    } catch (RelayUnreachable e) {
+      t.notes.add("allowlist not published (relay unreachable); retried next tick");
+      return;
+    }
+    if (r instanceof SendersResult.Published || (r instanceof Refused f && f.status() == 409)) {
+      store.update("UPDATE relays SET allowlist_digest=? WHERE url=?", digest, url);
+      t.notes.add("allowlist published (" + peers.size() + " peer(s))");
+    } else if (r instanceof Refused f && f.status() == 404) {
+      store.update("UPDATE relays SET allowlist_next_at=? WHERE url=?", now() + 3_600_000L, url);
+      t.notes.add("relay does not support sender allowlists yet (404); retried in 1 h");
+    } else {
+      store.update("UPDATE relays SET allowlist_next_at=? WHERE url=?", now() + 600_000L, url);
+      t.notes.add("allowlist refused: " + (r instanceof Refused f ? f.status() + " " + f.error() : "bad answer"));
+    }
+  }
+
+  /** Epoch change or rewind (docs/protocol.md §6): re-push accepted rows, position 0 in the new epoch, acked marker gone. */
+  void epochChange(TickState t, String newEpoch, String why) throws Exception {
+    if (++t.epochChanges > 3) {
+      throw new TickStop("refused", "relay keeps changing its epoch; stopping this tick");
+    }
+    t.epochChanged = true;
+    int n = store.tx(c -> {
+      int rows = store.update("UPDATE outbox SET state='repush', next_at=?, attempts=2 WHERE relay=? AND"
+          + " kind='envelope' AND state IN ('relay-accepted', 'repush')", now(), url);
+      store.update("UPDATE relays SET epoch=?, enrolled_cache=NULL, allowlist_digest=NULL WHERE url=?", newEpoch,
+          url);
+      store.update("INSERT INTO positions(relay, epoch, received_through, acked_through) VALUES(?, ?, 0, 0)"
+          + " ON CONFLICT(relay) DO UPDATE SET epoch=excluded.epoch, received_through=0, acked_through=0", url,
+          newEpoch);
+      return rows;
+    });
+    t.notes.add(why + ": " + n + " row(s) back in the outbox for re-push, receive position reset to 0");
+    LOG.info("relay epoch change handled [rows: {}]", n);
+  }
+}

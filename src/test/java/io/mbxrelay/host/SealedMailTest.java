@@ -1,0 +1,227 @@
+package io.mbxrelay.host;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.mbxrelay.crypto.Ed25519KeyPair;
+import io.mbxrelay.host.seal.EncKeyPair;
+import io.mbxrelay.host.seal.SealedEnvelope;
+import io.mbxrelay.testing.Envelopes;
+import io.mbxrelay.testing.MutableClock;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.time.Clock;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Issue 14 "Show": two Java hosts exchange a sealed message and its delivery receipt through a real relay, and the
+ * relay's stored wire holds no piece of the plaintext; keys come from the relay's verified ad or a pin; mail that
+ * does not open is quarantined with its reason.
+ */
+class SealedMailTest extends RealRelayTest {
+
+  static final String BODY = "The launch window opens at 04:17 UTC — ünïcödé, 日本語, and a very particular phrase"
+      + " nobody else writes: purple-otter-42.";
+
+  final class Host {
+    final String name;
+    final Ed25519KeyPair key = Ed25519KeyPair.generate();
+    final MutableClock clock = new MutableClock(Instant.now());
+    final HostStore store;
+    final HostAgent agent;
+    final List<SealedInbox.Message> received = new ArrayList<>();
+
+    Host(String name) throws Exception {
+      this.name = name;
+      store = HostStore.open(dir.resolve(name + ".db"));
+      closing.add(store);
+      agent = new HostAgent(store, key, relay.url(), new HostAgent.Options(name, "", clock, new Random(3), null),
+          (u, n, rp) -> new VertxRelayTransport(vertx, u, n, key, rp, 10_000, 15_000, Clock.systemUTC()),
+          new SealedInbox(store, m -> {
+            received.add(m);
+            return new HostApplication.Verdict.Accepted(null);
+          }, true, clock));
+      closing.add(agent);
+      pinRelay(store, clock.millis());
+    }
+
+    String pub() {
+      return key.publicKeyB64();
+    }
+
+    HostStore.OutboxRow row(String msgId) throws Exception {
+      return envelopeRow(store, msgId);
+    }
+  }
+
+  Host[] pair() throws Exception {
+    Host a = new Host("alpha");
+    Host b = new Host("beta");
+    pairUp(a.agent, a.pub(), "alpha", b.agent, b.pub(), "beta"); // b enrols and publishes its enc-key ad
+    return new Host[] {a, b};
+  }
+
+  /** The wire bytes the relay stores for a target, read from its SQLite file. */
+  List<byte[]> storedWires(String targetPubkey) throws Exception {
+    List<byte[]> out = new ArrayList<>();
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + dir.resolve("relay").resolve("relay.db"));
+        PreparedStatement ps = c.prepareStatement("SELECT wire FROM items WHERE target_pubkey=? AND kind='envelope'")) {
+      ps.setString(1, targetPubkey);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          out.add(rs.getBytes(1));
+        }
+      }
+    }
+    return out;
+  }
+
+  static boolean containsWindow(byte[] haystack, byte[] needle, int window) {
+    String h = new String(haystack, StandardCharsets.ISO_8859_1);
+    for (int i = 0; i + window <= needle.length; i++) {
+      if (h.contains(new String(needle, i, window, StandardCharsets.ISO_8859_1))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  @Test
+  void twoHostsExchangeASealedMessageAndItsDeliveryReceiptThroughARealRelay() throws Exception {
+    Host[] h = pair();
+    Host a = h[0];
+    Host b = h[1];
+    HostAgent.Queued q = a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@beta", "hello",
+        BODY), b.pub());
+    assertThat(q.sealed()).as("no key pinned: sealed once the relay's ad is verified").isFalse();
+    assertThat(a.store.drafts()).hasSize(1);
+
+    TickReport ta = a.agent.tick();
+    assertThat(ta.notes()).anyMatch(n -> n.contains("sealed for their peer's key"));
+    assertThat(ta.accepted()).isEqualTo(1);
+    assertThat(a.store.drafts()).isEmpty();
+    assertThat(a.store.peer(b.pub()).orElseThrow().adEncPub()).isEqualTo(b.agent.encPublicKey());
+
+    List<byte[]> stored = storedWires(b.pub());
+    assertThat(stored).hasSize(1);
+    byte[] plain = BODY.getBytes(StandardCharsets.UTF_8);
+    assertThat(containsWindow(("{\"body\":\"" + BODY.substring(40)).getBytes(StandardCharsets.UTF_8), plain, 8))
+        .as("the check finds a plaintext run when there is one").isTrue();
+    assertThat(containsWindow(stored.get(0), plain, 8)).as("no 8-byte run of the body on the relay").isFalse();
+    byte[] b64 = Base64.getEncoder().encode(plain);
+    assertThat(containsWindow(stored.get(0), b64, 12)).as("nor of its base64").isFalse();
+    assertThat(stored.get(0)).isEqualTo(a.store.outboxWire(a.row(q.msgId()).id()).orElseThrow());
+
+    TickReport tb = b.agent.tick();
+    assertThat(tb.delivered()).isEqualTo(1);
+    assertThat(b.received).hasSize(1);
+    SealedInbox.Message m = b.received.get(0);
+    assertThat(m.envelope().body()).isEqualTo(BODY);
+    assertThat(m.envelope().id()).isEqualTo(q.msgId());
+    assertThat(m.envelope().from()).isEqualTo("owner@alpha");
+    assertThat(m.senderPubkey()).isEqualTo(a.pub());
+    assertThat(m.senderName()).isEqualTo("alpha");
+    assertThat(b.store.inbox()).singleElement().satisfies(i -> assertThat(i.body()).isEqualTo(BODY));
+
+    HostStore.OutboxRow receipt = b.store.outboxFor(q.msgId()).stream().filter(r -> r.kind().equals("receipt"))
+        .findFirst().orElseThrow();
+    assertThat(receipt.itemId()).startsWith("receipt:" + q.msgId() + ":owner@beta:");
+    assertThat(b.agent.tick().accepted()).as("the delivery receipt pushed").isEqualTo(1);
+    TickReport ta2 = a.agent.tick();
+    assertThat(ta2.receipts()).isEqualTo(1);
+    assertThat(a.row(q.msgId()).state()).isEqualTo("settled");
+    assertThat(a.agent.doctor()).isEmpty();
+    assertThat(b.store.quarantine()).isEmpty();
+  }
+
+  @Test
+  void aPinnedEncryptionKeySealsAtOnceWithoutAskingTheRelay() throws Exception {
+    Host[] h = pair();
+    Host a = h[0];
+    Host b = h[1];
+    a.agent.addPeer(b.pub(), "beta", b.agent.encPublicKey());
+    HostAgent.Queued q = a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "ops@beta", "s", "pinned"),
+        b.pub());
+    assertThat(q.sealed()).isTrue();
+    assertThat(a.store.drafts()).isEmpty();
+    assertThat(a.row(q.msgId()).state()).isEqualTo("pending");
+    a.agent.tick();
+    b.agent.tick();
+    assertThat(b.received).singleElement().satisfies(m -> assertThat(m.envelope().body()).isEqualTo("pinned"));
+    assertThat(b.store.outboxFor(q.msgId())).anyMatch(r -> r.itemId().startsWith("receipt:" + q.msgId()
+        + ":ops@beta:"));
+  }
+
+  @Test
+  void aPeerWithoutAUsableKeyKeepsTheMessageWaitingWithAClearStatusAndNothingGoesOut() throws Exception {
+    Host a = new Host("alpha");
+    Host b = new Host("beta");
+    a.agent.addPeer(b.pub(), "beta");
+    b.agent.addPeer(a.pub(), "alpha");
+    HostAgent.Queued q = a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@beta", "s", BODY),
+        b.pub());
+    TickReport t = a.agent.tick(); // b never ran: the relay has no ad for it
+    assertThat(t.accepted()).isZero();
+    assertThat(t.notes()).anyMatch(n -> n.contains("still waiting: no encryption key: the relay has no ad"));
+    assertThat(a.store.outboxFor(q.msgId())).isEmpty();
+    assertThat(a.store.drafts()).singleElement().satisfies(d -> assertThat(d.lastError())
+        .startsWith("no encryption key: the relay has no ad for that host"));
+    assertThat(a.agent.doctor()).anyMatch(l -> l.startsWith("1 message(s) to beta waiting for its encryption key"));
+
+    assertThat(b.agent.tick().session()).isEqualTo("ok"); // b publishes its ad
+    a.clock.advance(java.time.Duration.ofMinutes(1)); // past the draft's backoff
+    TickReport t2 = a.agent.tick();
+    assertThat(t2.accepted()).isEqualTo(1);
+    b.agent.tick();
+    assertThat(b.received).singleElement().satisfies(m -> assertThat(m.envelope().body()).isEqualTo(BODY));
+  }
+
+  @Test
+  void mailThatDoesNotOpenIsQuarantinedWithItsReasonAndNeverReachesTheApplication() throws Exception {
+    Host[] h = pair();
+    Host a = h[0];
+    Host b = h[1];
+    a.agent.addPeer(b.pub(), "beta", EncKeyPair.generate().publicKeyB64()); // a wrong pinned key
+    HostAgent.Queued q = a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@beta", "s", "x"),
+        b.pub());
+    String unsigned = Envelopes.newId();
+    a.agent.send(unsigned, b.pub(), Envelopes.sealed(unsigned)); // shaped like an envelope, but not signed
+    assertThat(a.agent.tick().accepted()).isEqualTo(2);
+    TickReport tb = b.agent.tick();
+    assertThat(tb.quarantined()).isEqualTo(2);
+    assertThat(b.received).isEmpty();
+    assertThat(b.store.quarantine()).extracting(HostStore.QuarantineRow::itemId, HostStore.QuarantineRow::reason)
+        .containsExactlyInAnyOrder(
+            org.assertj.core.groups.Tuple.tuple(q.msgId(), "refused by the application: body does not open"),
+            org.assertj.core.groups.Tuple.tuple(unsigned, "refused by the application: unsigned"));
+    assertThat(b.store.outbox()).as("no delivery receipt for mail that did not open").isEmpty();
+  }
+
+  @Test
+  void sendingRefusesANonPeerAndABadDraftBeforeAnythingIsStored() throws Exception {
+    Host a = new Host("alpha");
+    assertThatThrownBy(() -> a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@x", "s", "b"),
+        Ed25519KeyPair.generate().publicKeyB64())).hasMessageContaining("not an accepted peer");
+    Ed25519KeyPair peer = Ed25519KeyPair.generate();
+    a.agent.addPeer(peer.publicKeyB64(), "x");
+    assertThatThrownBy(() -> a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@x", "", "b"),
+        peer.publicKeyB64())).hasMessage("subject is required");
+    assertThatThrownBy(() -> a.agent.addPeer(peer.publicKeyB64(), "x", "not-a-key"))
+        .hasMessageContaining("X25519");
+    String id = io.mbxrelay.host.seal.Ulid.next(a.clock.millis());
+    byte[] plaintext = io.mbxrelay.wire.Json.stringify(SealedEnvelope.build(SealedEnvelope.Draft.message("owner@alpha",
+        "owner@x", "s", "readable"), id, a.clock.millis())).getBytes(StandardCharsets.UTF_8);
+    assertThatThrownBy(() -> a.agent.send(id, peer.publicKeyB64(), plaintext))
+        .hasMessageStartingWith("a plaintext envelope (enc: null) is never sent");
+    assertThat(a.store.drafts()).isEmpty();
+    assertThat(a.store.outbox()).isEmpty();
+  }
+}
