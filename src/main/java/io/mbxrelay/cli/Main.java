@@ -13,7 +13,7 @@ import picocli.CommandLine.Command;
 @Command(name = "mbxrelay", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
     description = "Durable, content-blind store-and-forward relay for AgentMBX hosts.",
     subcommands = {ServeCommand.class, KeygenCommand.class, OpsCommands.RotateEpoch.class, OpsCommands.Backup.class,
-        OpsCommands.Restore.class, OpsCommands.Check.class, OpsCommands.Log.class, DenyCommand.class, ClockCommand.class, HostCommand.class,
+        OpsCommands.Restore.class, OpsCommands.Check.class, OpsCommands.Log.class, MigrateStoreCommand.class, DenyCommand.class, ClockCommand.class, HostCommand.class,
         HealthcheckCommand.class, Main.Completion.class,
         CommandLine.HelpCommand.class})
 public final class Main implements Runnable {

@@ -38,6 +38,34 @@ final class OpsCommands {
     return 1;
   }
 
+  /**
+   * The commands that work on the embedded store's files say what to do instead when the relay's store is PostgreSQL
+   * ({@code MBX_RELAY_STORE_BACKEND=postgresql}; docs/scale-out.md "Backup, restore, check").
+   *
+   * @return the exit code (2) when the store is PostgreSQL, else null
+   */
+  static Integer onPostgres(String command) {
+    if (!"postgresql".equals(System.getenv("MBX_RELAY_STORE_BACKEND"))) {
+      return null;
+    }
+    String what = switch (command) {
+      case "backup" -> "back up the database with PostgreSQL's tools while the relays run, e.g.\n"
+          + "  pg_dump --format=custom --file=relay.dump \"$DATABASE_URL\"\n"
+          + "or continuous archiving (base backup + WAL) for point-in-time recovery";
+      case "restore" -> "stop every relay instance, restore with PostgreSQL's tools into an empty database, e.g.\n"
+          + "  pg_restore --dbname=\"$NEW_DATABASE_URL\" relay.dump\n"
+          + "then rotate the epoch there, as rotate-epoch does on SQLite (hosts re-push what they hold and pull again):\n"
+          + "  UPDATE meta SET v = gen_random_uuid()::text WHERE k = 'epoch';";
+      case "rotate-epoch" -> "stop every relay instance, then in the database:\n"
+          + "  UPDATE meta SET v = gen_random_uuid()::text WHERE k = 'epoch';\n"
+          + "(docs/scale-out.md \"Backup, restore, check\")";
+      default -> "read the ops table:\n  SELECT at, op, receipt FROM ops ORDER BY id DESC LIMIT 50;";
+    };
+    System.err.println("[mbxrelay] " + command + " works on the embedded SQLite store; this relay's store is"
+        + " PostgreSQL (MBX_RELAY_STORE_BACKEND=postgresql): " + what);
+    return 2;
+  }
+
   /** Shared {@code --store-dir} option. */
   static class StoreDirOption {
     @Option(names = "--store-dir", description = "Store directory (default: $MBX_RELAY_DIR or ~/.local/share/mbxrelay).")
@@ -54,6 +82,10 @@ final class OpsCommands {
   static final class RotateEpoch extends StoreDirOption implements Callable<Integer> {
     @Override
     public Integer call() {
+      Integer pg = onPostgres("rotate-epoch");
+      if (pg != null) {
+        return pg;
+      }
       try {
         ObjectNode r = SqliteOps.rotateEpoch(dir(), Clock.systemUTC());
         return print(r, "epoch rotated " + r.get("from").asText() + " -> " + r.get("to").asText()
@@ -73,6 +105,10 @@ final class OpsCommands {
 
     @Override
     public Integer call() {
+      Integer pg = onPostgres("backup");
+      if (pg != null) {
+        return pg;
+      }
       try {
         ObjectNode r = SqliteOps.backup(dir(), file, Clock.systemUTC());
         return print(r, "backup written to " + r.get("file").asText() + " (" + r.get("bytes").asLong()
@@ -96,6 +132,10 @@ final class OpsCommands {
 
     @Override
     public Integer call() {
+      Integer pg = onPostgres("restore");
+      if (pg != null) {
+        return pg;
+      }
       try {
         ObjectNode r = SqliteOps.restore(dir(), file, force, Clock.systemUTC(), false);
         return print(r, "restored " + file + "; epoch " + r.get("epoch").get("from").asText() + " -> "
@@ -124,6 +164,9 @@ final class OpsCommands {
 
     @Override
     public Integer call() {
+      if (file == null && "postgresql".equals(System.getenv("MBX_RELAY_STORE_BACKEND"))) {
+        return checkPostgres();
+      }
       Path db = file != null ? file : dir().resolve(io.mbxrelay.store.sqlite.SqliteSettings.DB_FILE);
       try {
         ObjectNode r = SqliteOps.check(db, full, Clock.systemUTC());
@@ -148,6 +191,30 @@ final class OpsCommands {
         return refused(e);
       }
     }
+    /** The PostgreSQL store named by the environment (MBX_RELAY_STORE_URL, _USER, _PASSWORD), as serve reads it. */
+    private int checkPostgres() {
+      io.mbxrelay.config.RelayConfig cfg;
+      try {
+        cfg = io.mbxrelay.config.ConfigLoader.load(null, System.getenv());
+      } catch (io.mbxrelay.config.ConfigException e) {
+        System.err.println("[mbxrelay] invalid configuration: " + String.join("; ", e.violations()));
+        return 2;
+      }
+      io.mbxrelay.config.RelayConfig.Store sc = cfg.store();
+      try {
+        ObjectNode r = io.mbxrelay.store.postgres.PgCheck.check(new io.mbxrelay.store.postgres.PgStore.Settings(
+            sc.url(), sc.user(), sc.resolvedPassword(), 1), full);
+        if (r.get("ok").asBoolean()) {
+          return print(r, "check passed (schema, identity, counters against rows" + (full ? ", every item's wire hash"
+              : "") + ") in " + r.get("took_ms").asLong() + " ms: " + r.get("store").asText());
+        }
+        print(r, "check FAILED: " + r.get("store").asText() + "; see the problems above (docs/scale-out.md)");
+        return io.mbxrelay.cli.ServeCommand.EXIT_STORE_REFUSED;
+      } catch (java.sql.SQLException e) {
+        System.err.println("[mbxrelay] cannot check the PostgreSQL store: " + e.getMessage());
+        return 1;
+      }
+    }
   }
 
   /** {@code mbxrelay log [--json] [--limit N]}. */
@@ -161,6 +228,10 @@ final class OpsCommands {
 
     @Override
     public Integer call() {
+      Integer pg = onPostgres("log");
+      if (pg != null) {
+        return pg;
+      }
       if (limit < 1 || limit > 1000) {
         System.err.println("[mbxrelay] --limit must be between 1 and 1000");
         return 2;

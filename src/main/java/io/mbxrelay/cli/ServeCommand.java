@@ -133,21 +133,27 @@ public final class ServeCommand implements Callable<Integer> {
     Ed25519KeyPair key;
     RelayServer server;
     try {
-      SqliteRelayStore.createStoreDir(dir);
-      for (String note : StoreFiles.secure(dir)) {
-        say(json, Level.WARN, note);
-      }
-      restoreFromEnv(dir, env.get("MBX_RELAY_RESTORE_FROM"));
-      // before the key or the lock is created: a dir that held a store never silently becomes a new one
-      StoreFiles.refuseLostStore(dir, newStore, System.currentTimeMillis())
-          .ifPresent(note -> say(json, Level.WARN, note));
-      try {
-        key = RelayKeys.loadOrCreate(dir, env.get(RelayKeys.ENV));
-      } catch (java.io.IOException e) {
-        Path keyFile = dir.resolve(RelayKeys.FILE_NAME);
-        say(json, Level.ERROR, "cannot " + (java.nio.file.Files.exists(keyFile) ? "read" : "create")
-            + " the relay key file " + keyFile + ": " + StoreFiles.reason(e));
-        return 1;
+      if (cfg.store().postgresql()) {
+        // the relay key lives in the database (every instance serves it); MBX_RELAY_KEY, when set, must match it
+        String given = env.get(RelayKeys.ENV);
+        key = given == null || given.isBlank() ? null : RelayKeys.parse(given.strip());
+      } else {
+        SqliteRelayStore.createStoreDir(dir);
+        for (String note : StoreFiles.secure(dir)) {
+          say(json, Level.WARN, note);
+        }
+        restoreFromEnv(dir, env.get("MBX_RELAY_RESTORE_FROM"));
+        // before the key or the lock is created: a dir that held a store never silently becomes a new one
+        StoreFiles.refuseLostStore(dir, newStore, System.currentTimeMillis())
+            .ifPresent(note -> say(json, Level.WARN, note));
+        try {
+          key = RelayKeys.loadOrCreate(dir, env.get(RelayKeys.ENV));
+        } catch (java.io.IOException e) {
+          Path keyFile = dir.resolve(RelayKeys.FILE_NAME);
+          say(json, Level.ERROR, "cannot " + (java.nio.file.Files.exists(keyFile) ? "read" : "create")
+              + " the relay key file " + keyFile + ": " + StoreFiles.reason(e));
+          return 1;
+        }
       }
       server = RelayServer.start(cfg, key, new RelayServer.Options(listenPort, listenBind, dir,
           mode, crash, Clock.systemUTC(), run -> {}, (c, n, f) -> {}, acceptClock, acceptLostCommits));
@@ -161,6 +167,7 @@ public final class ServeCommand implements Callable<Integer> {
       say(json, Level.ERROR, "cannot start: " + rootMessage(e));
       return 1;
     }
+    key = server.relayKey();
     io.mbxrelay.store.sqlite.SqliteBackend.OpenReport report = server.openReport();
     if (report.epochRotatedReason() != null) {
       say(json, Level.WARN, "epoch rotated at startup (" + report.epochRotatedReason() + "): "
@@ -169,13 +176,13 @@ public final class ServeCommand implements Callable<Integer> {
     LOG.info("relay started [version: {}] [store: {}] [epoch: {}] [relay key: {}] [port: {}] [admin: {}:{}]"
             + " [http instances: {}] [read pool: {}] [writer batch: {}] [authority: {}] [trust proxy: {}]"
             + " [log json: {}] [log level: {}]",
-        RelayServer.version(), dir.toAbsolutePath(), server.epoch(), key.fingerprint(), server.port(),
+        RelayServer.version(), storeName(cfg, dir), server.epoch(), key.fingerprint(), server.port(),
         cfg.admin().bind(), server.adminPort(), cfg.http().instances(), cfg.store().readPoolSize(),
         cfg.store().writerBatchMax(), cfg.enrolment().authority(), mode, cfg.log().json(), LogSetup.level());
     // before the banner: a supervisor or test that acts on the listening line finds the handlers in place
     CountDownLatch stopped = handleSignals(server, file);
     say(json, Level.INFO, "untrusted store-and-forward relay listening on :" + server.port()
-        + " (store " + dir.toAbsolutePath() + ", epoch " + server.epoch() + ")");
+        + " (store " + storeName(cfg, dir) + ", epoch " + server.epoch() + ")");
     say(json, Level.INFO, "admin (metrics, health, ready) on " + cfg.admin().bind() + ":" + server.adminPort());
     say(json, Level.INFO, "relay key " + key.fingerprint()
         + " (hosts pin it with: mbxrelay host relay set <url> --key " + key.fingerprint() + ")");
@@ -185,6 +192,12 @@ public final class ServeCommand implements Callable<Integer> {
       Thread.currentThread().interrupt();
     }
     return 0;
+  }
+
+  /** What the log names as the store: the directory, or the PostgreSQL URL without its parameters. */
+  private static String storeName(RelayConfig cfg, Path dir) {
+    return cfg.store().postgresql() ? cfg.store().url().replaceAll("\\?.*$", "")
+        : dir.toAbsolutePath().toString();
   }
 
   /**
@@ -322,6 +335,10 @@ public final class ServeCommand implements Callable<Integer> {
     serve.put("relay_key", key != null && !key.isBlank() ? "from " + RelayKeys.ENV + " (set, not shown)"
         : dir.resolve(RelayKeys.FILE_NAME).toAbsolutePath().toString());
     ObjectNode tree = Json.MAPPER.valueToTree(cfg);
+    ObjectNode store = (ObjectNode) tree.get("store");
+    String password = cfg.store().password();
+    store.put("password", password == null || password.isEmpty() ? "" : "(set, not shown)");
+    store.put("url", cfg.store().url().replaceAll("\\?.*$", "?(parameters not shown)"));
     ObjectNode admin = (ObjectNode) tree.get("admin");
     String token = cfg.admin().token();
     admin.put("token", token == null || token.isEmpty() ? "" : "(set, not shown)");

@@ -232,10 +232,6 @@ public final class ConfigLoader {
       v.add("log.level (MBX_RELAY_LOG_LEVEL) must be one of " + String.join(", ", LOG_LEVELS) + " (is "
           + c.log().level() + ")");
     }
-    if (!RelayConfig.STORE_BACKENDS.contains(c.store().backend())) {
-      v.add("store.backend must be one of " + String.join(", ", RelayConfig.STORE_BACKENDS) + " (got \""
-          + c.store().backend() + "\")");
-    }
     range(v, "store.readPoolSize", c.store().readPoolSize(), 1, 64);
     range(v, "store.writerBatchMax", c.store().writerBatchMax(), 1, 10_000);
     range(v, "store.writerTimeoutMs", c.store().writerTimeoutMs(), 1000, 600_000);
@@ -245,6 +241,7 @@ public final class ConfigLoader {
     range(v, "store.writerCommitDelayMs", c.store().writerCommitDelayMs(), 0, 100);
     range(v, "store.watermarkIntervalMs", c.store().watermarkIntervalMs(), 0, 10_000);
     range(v, "store.minFreeBytes", c.store().minFreeBytes(), 0, 1L << 40);
+    validateBackend(c.store(), v);
     RelayConfig.Limits l = c.limits();
     range(v, "limits.maxItemBytes", l.maxItemBytes(), 1024, 64L << 20);
     range(v, "limits.maxBatch", l.maxBatch(), 1, 10_000);
@@ -385,6 +382,48 @@ public final class ConfigLoader {
     String token = c.admin().token();
     if (token != null && !token.isEmpty() && token.length() < 32) {
       v.add("admin.token (MBX_RELAY_ADMIN_TOKEN) must be at least 32 characters when set");
+    }
+  }
+
+  private static final java.util.regex.Pattern POSTGRESQL_URL =
+      java.util.regex.Pattern.compile("^jdbc:postgresql://[^/?\\s]+/[^/?\\s]+(\\?\\S*)?$");
+
+  /** {@code store.backend} and the PostgreSQL connection settings (issue 13; docs/scale-out.md). */
+  private static void validateBackend(RelayConfig.Store s, List<String> v) {
+    String backend = s.backend();
+    if (!RelayConfig.Store.SQLITE.equals(backend) && !RelayConfig.Store.POSTGRESQL.equals(backend)) {
+      v.add("store.backend (MBX_RELAY_STORE_BACKEND) must be \"sqlite\" or \"postgresql\" (is \"" + backend + "\")");
+      return;
+    }
+    range(v, "store.poolSize", s.poolSize(), 2, 256);
+    boolean hasPassword = s.password() != null && !s.password().isEmpty();
+    boolean hasPasswordFile = s.passwordFile() != null && !s.passwordFile().isEmpty();
+    if (!s.postgresql()) {
+      for (String[] f : new String[][] {{"store.url", s.url()}, {"store.user", s.user()}}) {
+        if (f[1] != null && !f[1].isEmpty()) {
+          v.add(f[0] + " is set but store.backend is \"sqlite\" (set store.backend to \"postgresql\" to use it)");
+        }
+      }
+      if (hasPassword || hasPasswordFile) {
+        v.add("a store password is set but store.backend is \"sqlite\" (set store.backend to \"postgresql\")");
+      }
+      return;
+    }
+    if (s.url() == null || s.url().isEmpty()) {
+      v.add("store.url (MBX_RELAY_STORE_URL) is required with store.backend postgresql,"
+          + " e.g. jdbc:postgresql://db.example:5432/mbxrelay");
+    } else if (!POSTGRESQL_URL.matcher(s.url()).matches()) {
+      v.add("store.url must be jdbc:postgresql://HOST[:PORT]/DATABASE[?PARAMS] (is \"" + s.url().replaceAll("\\?.*$", "?…")
+          + "\")");
+    }
+    if (s.poolSize() < s.readPoolSize() + 2) {
+      v.add("store.poolSize (" + s.poolSize() + ") must be at least store.readPoolSize + 2 (" + (s.readPoolSize() + 2)
+          + "): the readers, the writer and the readiness probe each hold a connection");
+    }
+    if (hasPassword && hasPasswordFile) {
+      v.add("store.password and store.passwordFile are both set; set one");
+    } else if (hasPasswordFile && !Files.isReadable(Path.of(s.passwordFile()))) {
+      v.add("store.passwordFile " + s.passwordFile() + " cannot be read");
     }
   }
 

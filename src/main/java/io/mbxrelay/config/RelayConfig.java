@@ -22,7 +22,7 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
     Log log, Trust trust) {
 
   /** The values of {@code store.backend} this build can open ({@code io.mbxrelay.server.RelayServer#start}). */
-  public static final java.util.List<String> STORE_BACKENDS = java.util.List.of("sqlite");
+  public static final java.util.List<String> STORE_BACKENDS = java.util.List.of("sqlite", "postgresql");
 
   public RelayConfig {
     Objects.requireNonNull(http, "http");
@@ -108,8 +108,6 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
   /**
    * Store side.
    *
-   * @param backend which store backend holds the relay's state: {@code sqlite} (the embedded store in the store
-   *     directory; the only one in this build). docs/architecture.md "Store: ledger and backends"
    * @param readPoolSize read-only SQLite connections in the Agroal pool behind the Vert.x JDBC client
    * @param writerBatchMax most write commands (one push request is one command) the writer runs in one transaction
    *     (group commit)
@@ -125,10 +123,65 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    *     fast as the disk syncs)
    * @param minFreeBytes free space the store's file system must keep, bytes: below it new pushes are refused (503) and
    *     {@code /ready} is 503, so acks, enrolments and the heartbeat still find room (issue 10 item 9; 0 = no floor)
+   * @param backend {@code sqlite} (the embedded default: one relay process on one store directory) or
+   *     {@code postgresql} (several relay processes on one PostgreSQL database; docs/scale-out.md)
+   * @param url PostgreSQL JDBC URL, {@code jdbc:postgresql://HOST[:PORT]/DATABASE[?PARAMS]} (postgresql only)
+   * @param user PostgreSQL user (postgresql only; empty = the driver's default)
+   * @param password PostgreSQL password (postgresql only; normally from {@code MBX_RELAY_STORE_PASSWORD}); never
+   *     printed
+   * @param passwordFile file whose content (trailing line break removed) is the PostgreSQL password, for secrets
+   *     mounted as files; exclusive with {@code password}
+   * @param poolSize connections in the PostgreSQL pool of one relay process (postgresql only)
    */
   public record Store(String backend, int readPoolSize, int writerBatchMax, long writerTimeoutMs, long busyTimeoutMs,
       int writerBatchMaxRows, long writerBatchMaxBytes, long writerCommitDelayMs, long watermarkIntervalMs,
-      long minFreeBytes) {}
+      long minFreeBytes, String url, String user, String password, String passwordFile,
+      int poolSize) {
+
+    /** {@code store.backend} value of the embedded SQLite store. */
+    public static final String SQLITE = "sqlite";
+    /** {@code store.backend} value of the PostgreSQL store. */
+    public static final String POSTGRESQL = "postgresql";
+
+    /** Whether the PostgreSQL backend is selected. */
+    public boolean postgresql() {
+      return POSTGRESQL.equals(backend);
+    }
+
+    /**
+     * The PostgreSQL password in force: {@code password}, else the content of {@code passwordFile} with one trailing
+     * line break removed, else empty.
+     *
+     * @return the password (never null)
+     * @throws java.io.UncheckedIOException when {@code passwordFile} cannot be read
+     */
+    public String resolvedPassword() {
+      if (password != null && !password.isEmpty()) {
+        return password;
+      }
+      if (passwordFile == null || passwordFile.isEmpty()) {
+        return "";
+      }
+      try {
+        String s = java.nio.file.Files.readString(java.nio.file.Path.of(passwordFile));
+        return s.endsWith("\r\n") ? s.substring(0, s.length() - 2) : s.endsWith("\n") ? s.substring(0, s.length() - 1) : s;
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException("store.passwordFile " + passwordFile + " cannot be read", e);
+      }
+    }
+
+    /** Never prints the password (nor anything in the URL after {@code ?}, where a password may be given too). */
+    @Override
+    public String toString() {
+      String shownUrl = url == null ? "" : url.replaceAll("\\?.*$", "?…");
+      return "Store[readPoolSize=" + readPoolSize + ", writerBatchMax=" + writerBatchMax + ", writerTimeoutMs="
+          + writerTimeoutMs + ", busyTimeoutMs=" + busyTimeoutMs + ", writerBatchMaxRows=" + writerBatchMaxRows
+          + ", writerBatchMaxBytes=" + writerBatchMaxBytes + ", writerCommitDelayMs=" + writerCommitDelayMs
+          + ", watermarkIntervalMs=" + watermarkIntervalMs + ", minFreeBytes=" + minFreeBytes + ", backend=" + backend
+          + ", url=" + shownUrl + ", user=" + user + ", password=" + (password == null || password.isEmpty()
+          ? "unset" : "set") + ", passwordFile=" + passwordFile + ", poolSize=" + poolSize + "]";
+    }
+  }
 
   /**
    * Protocol limits, docs/protocol.md §3 "Other constants" and §4.7.

@@ -107,7 +107,7 @@ public final class RelayServer implements AutoCloseable {
   }
 
   private final Vertx vertx;
-  private final StoreLock lock;
+  private StoreLock lock;
   private final RelayReads reads;
   private final RelayServices services;
   private final io.mbxrelay.store.sqlite.SqliteBackend.OpenReport openReport;
@@ -119,6 +119,7 @@ public final class RelayServer implements AutoCloseable {
   private List<HttpVerticle> httpInstances = List.of();
   private Path storeDir;
   private io.mbxrelay.http.PullWaiters waiters;
+  private io.mbxrelay.store.postgres.PgStore pgStore;
   private boolean closed;
   private int adminPort = -1;
 
@@ -151,6 +152,9 @@ public final class RelayServer implements AutoCloseable {
       case "sqlite" -> {
         return startSqlite(config, relayKey, options);
       }
+      case "postgresql" -> {
+        return startPostgres(config, relayKey, options);
+      }
       default -> throw new IllegalArgumentException("store.backend " + config.store().backend()
           + " is not in this build (" + String.join(", ", RelayConfig.STORE_BACKENDS) + ")");
     }
@@ -178,22 +182,11 @@ public final class RelayServer implements AutoCloseable {
           config.limits(), config.store().busyTimeoutMs(), config.timers().heartbeatStaleMs(),
           options.acceptLostCommits());
       openedStore = store;
-      if (options.crashPoint() != CrashPoint.NONE) {
-        LOG.warn("test crash harness armed [point: {}]: never use this in production", options.crashPoint());
-        store.commitHook((commands, committed) -> {
-          boolean push = commands.stream()
-              .anyMatch(c -> c instanceof StoreCommand.Push || c instanceof StoreCommand.PushBatch);
-          if (push && committed == (options.crashPoint() == CrashPoint.AFTER_COMMIT_BEFORE_REPLY)) {
-            Runtime.getRuntime().halt(86);
-          }
-        });
-      }
+      armCrashPoint(options.crashPoint(), store.ledger());
       RelayMetrics.VertxSetup metricsSetup = RelayMetrics.vertxSetup();
-      vertx = Vertx.builder().with(metricsSetup.options().setPreferNativeTransport(false))
-          .withMetrics(metricsSetup.factory()).build();
+      vertx = newVertx(metricsSetup);
       // after Vert.x: its metrics factory installs registry filters, which must precede every meter
       metrics = new RelayMetrics(metricsSetup.registry(), config);
-      vertx.eventBus().registerCodec(new LocalCodec());
       store.commitTimer(metrics::commitNanos);
       RelayMetrics m = metrics;
       // The commit watermark (issue 10 item 3): written now for the store as opened, then by its own thread at most
@@ -219,94 +212,13 @@ public final class RelayServer implements AutoCloseable {
       openedStore = null; // the writer owns it now and closes it when undeployed
       RelayReads reads = SqliteReads.open(vertx, store.file(), config.store().readPoolSize(),
           config.store().busyTimeoutMs());
-      RelayConfig.Limits l = config.limits();
-      // ---- trust (issue 3): authority, issuer keys, replay cache, admin token ----
-      RelayConfig.Enrolment en = config.enrolment();
-      JwksCache jwks = null;
-      EnrolmentAuthority authority = new HostKeyChallengeAuthority();
-      if (AccountTokenAuthority.NAME.equals(en.authority())) {
-        jwks = new JwksCache(options.clock(), en.jwksCacheLifetimeMs(), en.jwksUnknownKidMinIntervalMs());
-        authority = new AccountTokenAuthority(jwks, en.tokenIssuer(), en.relayUrl(), en.tokenMaxLifetimeMs(),
-            options.clock());
-        deployments.add(await(vertx.deployVerticle(new JwksRefreshVerticle(jwks, en))));
-      }
-      String adminToken = config.admin().token();
-      TrustServices trust = new TrustServices(
-          new HopReplayCache(config.trust().replayCacheMaxEntries(), config.trust().replayCacheMaxPerKey(),
-              config.limits().hopWindowMs()),
-          adminToken == null || adminToken.isEmpty() ? null : adminToken.getBytes(StandardCharsets.UTF_8), jwks);
-      m.bindReplayCache(() -> trust.replay().size());
-      m.bindReplayCounters(() -> trust.replay().replaysRefused(), () -> trust.replay().evicted());
-      if (jwks != null) {
-        JwksCache cache = jwks;
-        m.bindJwksAge(cache::ageSeconds);
-        cache.onRefresh(m::jwksRefresh);
-      }
-      // long-poll pulls wake when the writer commits items for their host; pull pages in memory are bounded
-      io.mbxrelay.http.PullWaiters waiters = new io.mbxrelay.http.PullWaiters(l.maxEnrolments());
-      store.onNewItems(waiters::wake);
-      io.mbxrelay.budget.PageBudget pageBudget = new io.mbxrelay.budget.PageBudget(config.http().pageBytesInFlight(),
-          config.http().pageBytesPerClient(config.limits().maxPullBytes()));
-      io.mbxrelay.http.BodyBudget bodyBudget = new io.mbxrelay.http.BodyBudget(config.http().bodyBudgetBytes(),
-          config.http().bodyBytesPerClient());
-      m.bindPulls(waiters::waiting, pageBudget::held);
-      m.bindLiveEnrolments(store.enrolments()::liveCount);
-      m.bindBodyBudget(bodyBudget::used, bodyBudget::refused);
-      RelayServices services = new RelayServices(config, relayKey, store.epoch(), version(), reads, store.enrolments(),
-          new StoreClient(vertx, config.store().writerTimeoutMs()),
-          new ChallengeStore(l.maxOpenChallenges(), l.challengeTtlMs()),
-          SlidingWindowLimiter.forClientAddresses(l.enrolCallsPerMinute(), 60_000, l.rateTableMaxKeys(),
-              config.trust().ipv6PrefixBits()),
-          new SlidingWindowLimiter(l.pushRequestsPerMinute(), 60_000, l.rateTableMaxKeys()),
-          authority, options.clientAddress(), options.clock(), trust, metrics, waiters, pageBudget,
-          bodyBudget);
-      deployments.add(await(vertx.deployVerticle(new HeartbeatVerticle(services.writes(),
-          config.timers().heartbeatMs()))));
-      m.bindClock(clock::status);
-      StoreClient writes = services.writes();
-      clock.listener(st -> clockChanged(writes, st));
-      if (clock.status().paused()) {
-        clockChanged(writes, clock.status());
-      }
-      ExpirySweepVerticle sweep = new ExpirySweepVerticle(services.writes(), config, relayKey, clock,
-          run -> {
-            if (!run.paused()) {
-              m.sweepRun(run.counts().rows(), run.counts().notices(),
-                  run.counts().skippedNotEnrolled() + run.counts().skippedOverCap());
-            }
-            options.onSweep().accept(run);
-          });
-      deployments.add(await(vertx.deployVerticle(sweep)));
-      // A negative port asks Vert.x for one random port shared by every instance (Vert.x "random port sharing").
-      int listen = options.port() == 0 ? -1 : options.port();
-      List<HttpVerticle> instances = new java.util.concurrent.CopyOnWriteArrayList<>();
-      deployments.add(listening(vertx.deployVerticle(() -> {
-        HttpVerticle v = new HttpVerticle(services, options.bind(), listen);
-        instances.add(v);
-        return v;
-      }, new DeploymentOptions().setInstances(config.http().instances())), "relay", options.bind(), options.port(),
-          "choose another with --port or $PORT"));
-      int port = instances.get(0).actualPort();
-      AdminVerticle admin = new AdminVerticle(services, writer, instances, clock, disk, store.file());
-      deployments.add(listening(vertx.deployVerticle(admin), "admin", config.admin().bind(), config.admin().port(),
-          "choose another with admin.port (MBX_RELAY_ADMIN_PORT)"));
-      RelayServer server = new RelayServer(vertx, lock, reads, services, store.openReport(), deployments, port);
+      RelayServer server = finish(config, relayKey, options, vertx, metrics, writer, reads, store.enrolments(),
+          store.epoch(), clock, disk, store.file(), store.openReport(), deployments, store::onNewItems);
+      server.lock = lock;
       server.watermark = watermark;
-      server.sweep = sweep;
-      server.admin = admin;
-      server.adminPort = admin.actualPort();
-      server.httpInstances = List.copyOf(instances);
-      server.storeDir = options.storeDir();
-      server.waiters = waiters;
       return server;
     } catch (Exception | Error e) {
-      if (vertx != null) {
-        try {
-          await(vertx.close());
-        } catch (Exception ignored) {
-          // already failing
-        }
-      }
+      closeQuietly(vertx);
       if (openedStore != null) {
         openedStore.close(); // the writer never took it over
       }
@@ -319,6 +231,201 @@ public final class RelayServer implements AutoCloseable {
       lock.close();
       throw e;
     }
+  }
+
+  /**
+   * Starts a relay on PostgreSQL (docs/scale-out.md): no store directory, lock or commit watermark (the database is
+   * shared by every instance and durable by its own WAL); the relay key and epoch come from the database.
+   *
+   * @param config validated configuration with {@code store.backend} {@code postgresql}
+   * @param givenKey the relay key from {@code MBX_RELAY_KEY}, or null (the database's key is used, or created)
+   * @param options process options ({@code storeDir} is not used for the store)
+   * @return the running relay
+   * @throws Exception when the database cannot be opened or a verticle fails to deploy
+   */
+  public static RelayServer startPostgres(RelayConfig config, Ed25519KeyPair givenKey, Options options)
+      throws Exception {
+    RelayConfig.Store sc = config.store();
+    ClockGuard clock = new ClockGuard(options.clock(), ClockGuard.monotonicOf(options.clock()),
+        config.timers().maxClockStepMs(), java.util.OptionalLong.empty(), options.acceptClock());
+    io.mbxrelay.store.postgres.PgStore pg = io.mbxrelay.store.postgres.PgStore.open(
+        new io.mbxrelay.store.postgres.PgStore.Settings(sc.url(), sc.user(), sc.resolvedPassword(), sc.poolSize()),
+        givenKey == null ? null : io.mbxrelay.crypto.RelayKeys.toFileJson(givenKey), clock.clock()::millis,
+        config.timers().heartbeatStaleMs());
+    Vertx vertx = null;
+    RelayMetrics metrics = null;
+    io.mbxrelay.store.RelayLedger openedStore = null;
+    try {
+      io.mbxrelay.store.RelayLedger store = pg.newLedger(clock.clock(), config.limits());
+      openedStore = store;
+      armCrashPoint(options.crashPoint(), store);
+      RelayMetrics.VertxSetup metricsSetup = RelayMetrics.vertxSetup();
+      vertx = newVertx(metricsSetup);
+      metrics = new RelayMetrics(metricsSetup.registry(), config);
+      RelayMetrics m = metrics;
+      // The database's disk is the database's: a full one answers 53100 (disk_full), mapped to 503 per request.
+      DiskSpace disk = new DiskSpace(() -> Long.MAX_VALUE, System::nanoTime, 0);
+      StoreWriterVerticle writer = new StoreWriterVerticle(store, sc.writerBatchMax(), sc.writerBatchMaxRows(),
+          sc.writerBatchMaxBytes(), sc.writerCommitDelayMs(), disk, (commands, nanos, failure) -> {
+            m.writerTransaction(commands.size(), nanos, failure == null ? null : failure.kind());
+            options.transactions().transaction(commands, nanos, failure);
+          });
+      metrics.bindWriter(writer::queueDepth, writer::failStopped);
+      metrics.bindDisk(disk, writer::diskRefusals);
+      metrics.buildInfo(version());
+      List<String> deployments = new ArrayList<>();
+      deployments.add(await(vertx.deployVerticle(writer, new DeploymentOptions()
+          .setThreadingModel(ThreadingModel.WORKER).setWorkerPoolName("mbx-writer").setWorkerPoolSize(1))));
+      openedStore = null; // the writer owns it now and closes it when undeployed
+      RelayReads reads = new io.mbxrelay.store.postgres.PgReads(vertx, pg, sc.readPoolSize());
+      io.mbxrelay.store.postgres.PgStore.OpenReport r = pg.openReport();
+      RelayServer server = finish(config, pg.relayKey(), options, vertx, metrics, writer, reads, pg.enrolmentCache(),
+          pg.epoch(), clock, disk, options.storeDir().resolve("postgresql"),
+          new io.mbxrelay.store.sqlite.SqliteBackend.OpenReport(r.created(), r.epochRotatedReason(),
+              r.previousEpoch(), 0, null), deployments, store::onNewItems);
+      server.pgStore = pg;
+      return server;
+    } catch (Exception | Error e) {
+      closeQuietly(vertx);
+      if (openedStore != null) {
+        openedStore.close();
+      }
+      if (metrics != null) {
+        metrics.close();
+      }
+      pg.close();
+      throw e;
+    }
+  }
+
+  /** The relay key served (PostgreSQL: the database's). */
+  public Ed25519KeyPair relayKey() {
+    return services.relayKey();
+  }
+
+  /** Closes Vert.x on a failed start (null: not built yet); the start's own failure is the one reported. */
+  private static void closeQuietly(Vertx vertx) {
+    if (vertx != null) {
+      try {
+        await(vertx.close());
+      } catch (Exception ignored) {
+        // already failing
+      }
+    }
+  }
+
+  /** Vert.x with the relay's metrics and the local codec of the store's event-bus messages. */
+  private static Vertx newVertx(RelayMetrics.VertxSetup metricsSetup) {
+    Vertx vertx = Vertx.builder().with(metricsSetup.options().setPreferNativeTransport(false))
+        .withMetrics(metricsSetup.factory()).build();
+    vertx.eventBus().registerCodec(new LocalCodec());
+    return vertx;
+  }
+
+  /** The test-only crash harness ({@code MBX_RELAY_TEST_CRASH}): halts the JVM around the first push's COMMIT. */
+  private static void armCrashPoint(CrashPoint point, io.mbxrelay.store.RelayLedger ledger) {
+    if (point == CrashPoint.NONE) {
+      return;
+    }
+    LOG.warn("test crash harness armed [point: {}]: never use this in production", point);
+    ledger.commitHook((commands, committed) -> {
+      boolean push = commands.stream()
+          .anyMatch(c -> c instanceof StoreCommand.Push || c instanceof StoreCommand.PushBatch);
+      if (push && committed == (point == CrashPoint.AFTER_COMMIT_BEFORE_REPLY)) {
+        Runtime.getRuntime().halt(86);
+      }
+    });
+  }
+
+  /**
+   * What every backend starts the same way once its writer is deployed and its reads are open: trust, services, the
+   * timers, the HTTP instances and the admin server.
+   */
+  private static RelayServer finish(RelayConfig config, Ed25519KeyPair relayKey, Options options, Vertx vertx,
+      RelayMetrics metrics, StoreWriterVerticle writer, RelayReads reads, io.mbxrelay.store.EnrolmentCache enrolments,
+      String epoch, ClockGuard clock, DiskSpace disk, Path statusFile,
+      io.mbxrelay.store.sqlite.SqliteBackend.OpenReport openReport, List<String> deployments,
+      java.util.function.Consumer<java.util.function.Consumer<java.util.Set<String>>> onNewItems) throws Exception {
+    RelayMetrics m = metrics;
+    RelayConfig.Limits l = config.limits();
+    // ---- trust (issue 3): authority, issuer keys, replay cache, admin token ----
+    RelayConfig.Enrolment en = config.enrolment();
+    JwksCache jwks = null;
+    EnrolmentAuthority authority = new HostKeyChallengeAuthority();
+    if (AccountTokenAuthority.NAME.equals(en.authority())) {
+      jwks = new JwksCache(options.clock(), en.jwksCacheLifetimeMs(), en.jwksUnknownKidMinIntervalMs());
+      authority = new AccountTokenAuthority(jwks, en.tokenIssuer(), en.relayUrl(), en.tokenMaxLifetimeMs(),
+          options.clock());
+      deployments.add(await(vertx.deployVerticle(new JwksRefreshVerticle(jwks, en))));
+    }
+    String adminToken = config.admin().token();
+    TrustServices trust = new TrustServices(
+        new HopReplayCache(config.trust().replayCacheMaxEntries(), config.trust().replayCacheMaxPerKey(),
+            config.limits().hopWindowMs()),
+        adminToken == null || adminToken.isEmpty() ? null : adminToken.getBytes(StandardCharsets.UTF_8), jwks);
+    m.bindReplayCache(() -> trust.replay().size());
+    m.bindReplayCounters(() -> trust.replay().replaysRefused(), () -> trust.replay().evicted());
+    if (jwks != null) {
+      JwksCache cache = jwks;
+      m.bindJwksAge(cache::ageSeconds);
+      cache.onRefresh(m::jwksRefresh);
+    }
+    // long-poll pulls wake when the writer commits items for their host; pull pages in memory are bounded
+    io.mbxrelay.http.PullWaiters waiters = new io.mbxrelay.http.PullWaiters(l.maxEnrolments());
+    onNewItems.accept(waiters::wake);
+    io.mbxrelay.budget.PageBudget pageBudget = new io.mbxrelay.budget.PageBudget(config.http().pageBytesInFlight(),
+        config.http().pageBytesPerClient(config.limits().maxPullBytes()));
+    io.mbxrelay.http.BodyBudget bodyBudget = new io.mbxrelay.http.BodyBudget(config.http().bodyBudgetBytes(),
+        config.http().bodyBytesPerClient());
+    m.bindPulls(waiters::waiting, pageBudget::held);
+    m.bindLiveEnrolments(enrolments::liveCount);
+    m.bindBodyBudget(bodyBudget::used, bodyBudget::refused);
+    RelayServices services = new RelayServices(config, relayKey, epoch, version(), reads, enrolments,
+        new StoreClient(vertx, config.store().writerTimeoutMs()),
+        new ChallengeStore(l.maxOpenChallenges(), l.challengeTtlMs()),
+        SlidingWindowLimiter.forClientAddresses(l.enrolCallsPerMinute(), 60_000, l.rateTableMaxKeys(),
+            config.trust().ipv6PrefixBits()),
+        new SlidingWindowLimiter(l.pushRequestsPerMinute(), 60_000, l.rateTableMaxKeys()),
+        authority, options.clientAddress(), options.clock(), trust, metrics, waiters, pageBudget,
+        bodyBudget);
+    deployments.add(await(vertx.deployVerticle(new HeartbeatVerticle(services.writes(),
+        config.timers().heartbeatMs()))));
+    m.bindClock(clock::status);
+    StoreClient writes = services.writes();
+    clock.listener(st -> clockChanged(writes, st));
+    if (clock.status().paused()) {
+      clockChanged(writes, clock.status());
+    }
+    ExpirySweepVerticle sweep = new ExpirySweepVerticle(services.writes(), config, relayKey, clock,
+        run -> {
+          if (!run.paused()) {
+            m.sweepRun(run.counts().rows(), run.counts().notices(),
+                run.counts().skippedNotEnrolled() + run.counts().skippedOverCap());
+          }
+          options.onSweep().accept(run);
+        });
+    deployments.add(await(vertx.deployVerticle(sweep)));
+    // A negative port asks Vert.x for one random port shared by every instance (Vert.x "random port sharing").
+    int listen = options.port() == 0 ? -1 : options.port();
+    List<HttpVerticle> instances = new java.util.concurrent.CopyOnWriteArrayList<>();
+    deployments.add(listening(vertx.deployVerticle(() -> {
+      HttpVerticle v = new HttpVerticle(services, options.bind(), listen);
+      instances.add(v);
+      return v;
+    }, new DeploymentOptions().setInstances(config.http().instances())), "relay", options.bind(), options.port(),
+        "choose another with --port or $PORT"));
+    int port = instances.get(0).actualPort();
+    AdminVerticle admin = new AdminVerticle(services, writer, instances, clock, disk, statusFile);
+    deployments.add(listening(vertx.deployVerticle(admin), "admin", config.admin().bind(), config.admin().port(),
+        "choose another with admin.port (MBX_RELAY_ADMIN_PORT)"));
+    RelayServer server = new RelayServer(vertx, null, reads, services, openReport, deployments, port);
+    server.sweep = sweep;
+    server.admin = admin;
+    server.adminPort = admin.actualPort();
+    server.httpInstances = List.copyOf(instances);
+    server.storeDir = options.storeDir();
+    server.waiters = waiters;
+    return server;
   }
 
   /**
@@ -501,12 +608,19 @@ public final class RelayServer implements AutoCloseable {
     } catch (Exception e) {
       LOG.warn("vert.x close failed [error: {}]", e.toString());
     }
-    watermark.close(); // after the writer's last commit: the file ends at the store's final count
+    if (watermark != null) {
+      watermark.close(); // after the writer's last commit: the file ends at the store's final count
+    }
+    if (pgStore != null) {
+      pgStore.close(); // after the writer closed its session and the reads their connections
+    }
     services.metrics().close();
-    lock.close();
+    if (lock != null) {
+      lock.close();
+    }
     LOG.info("stopped [took: {} ms] [draining requests: {} ms{}] [long-poll pulls answered early: {}] [store closed"
             + " cleanly: {}]", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started), drainMs,
         drained ? "" : ", grace period over: connections still open were closed", released,
-        SqliteRelayStore.closedCleanly(storeDir));
+        pgStore != null || SqliteRelayStore.closedCleanly(storeDir));
   }
 }

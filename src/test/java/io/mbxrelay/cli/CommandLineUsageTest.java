@@ -158,6 +158,21 @@ class CommandLineUsageTest {
   }
 
   @Test
+  void print_config_of_a_postgresql_store_hides_its_password_and_url_parameters(@TempDir Path dir) {
+    Run r = serve(Map.of("MBX_RELAY_STORE_BACKEND", "postgresql",
+        "MBX_RELAY_STORE_URL", "jdbc:postgresql://db:5432/relay?password=in-url-secret",
+        "MBX_RELAY_STORE_USER", "relay", "MBX_RELAY_STORE_PASSWORD", "pg-secret-password"), "--print-config",
+        "--store-dir", dir.resolve("store").toString());
+    assertThat(r.code()).isZero();
+    assertThat(r.out()).doesNotContain("pg-secret-password").doesNotContain("in-url-secret");
+    JsonNode c = Json.parse(r.out());
+    assertThat(c.at("/store/backend").asText()).isEqualTo("postgresql");
+    assertThat(c.at("/store/password").asText()).isEqualTo("(set, not shown)");
+    assertThat(c.at("/store/url").asText()).isEqualTo("jdbc:postgresql://db:5432/relay?(parameters not shown)");
+    assertThat(c.at("/store/user").asText()).isEqualTo("relay");
+  }
+
+  @Test
   void serve_refuses_a_bogus_log_level_and_an_admin_port_equal_to_the_relay_port_with_exit_2(@TempDir Path dir) {
     Path store = dir.resolve("store");
     Run level = serve(Map.of("MBX_RELAY_LOG_LEVEL", "bogus"), "--port", "0", "--store-dir", store.toString());

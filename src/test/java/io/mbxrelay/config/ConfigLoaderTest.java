@@ -148,6 +148,44 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void the_postgresql_backend_is_chosen_from_the_environment_and_its_password_is_never_printed(@TempDir Path dir)
+      throws Exception {
+    assertThat(ConfigLoader.load(null, Map.of()).store().backend()).isEqualTo("sqlite");
+    RelayConfig c = ConfigLoader.load(null, Map.of("MBX_RELAY_STORE_BACKEND", "postgresql",
+        "MBX_RELAY_STORE_URL", "jdbc:postgresql://db:5432/relay?sslmode=require&password=urlsecret",
+        "MBX_RELAY_STORE_USER", "relay", "MBX_RELAY_STORE_PASSWORD", "s3cret-pw"));
+    assertThat(c.store().postgresql()).isTrue();
+    assertThat(c.store().user()).isEqualTo("relay");
+    assertThat(c.store().resolvedPassword()).isEqualTo("s3cret-pw");
+    assertThat(c.toString()).doesNotContain("s3cret-pw").doesNotContain("urlsecret").contains("password=set")
+        .contains("jdbc:postgresql://db:5432/relay?");
+    Path secret = dir.resolve("pw");
+    Files.writeString(secret, "from-file\n");
+    RelayConfig f = ConfigLoader.load(null, Map.of("MBX_RELAY_STORE_BACKEND", "postgresql",
+        "MBX_RELAY_STORE_URL", "jdbc:postgresql://db/relay", "MBX_RELAY_STORE_PASSWORD_FILE", secret.toString()));
+    assertThat(f.store().resolvedPassword()).isEqualTo("from-file");
+  }
+
+  @Test
+  void a_bad_backend_a_missing_url_and_both_password_sources_are_refused_with_what_to_set(@TempDir Path dir) {
+    assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("MBX_RELAY_STORE_BACKEND", "mysql")))
+        .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.violations()).containsExactly(
+            "store.backend (MBX_RELAY_STORE_BACKEND) must be \"sqlite\" or \"postgresql\" (is \"mysql\")"));
+    assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("MBX_RELAY_STORE_BACKEND", "postgresql")))
+        .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.violations()).singleElement()
+            .asString().startsWith("store.url (MBX_RELAY_STORE_URL) is required with store.backend postgresql"));
+    assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("MBX_RELAY_STORE_BACKEND", "postgresql",
+        "MBX_RELAY_STORE_URL", "postgres://db/relay", "MBX_RELAY_STORE_PASSWORD", "a",
+        "MBX_RELAY_STORE_PASSWORD_FILE", dir.resolve("none").toString())))
+        .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.violations()).containsExactlyInAnyOrder(
+            "store.url must be jdbc:postgresql://HOST[:PORT]/DATABASE[?PARAMS] (is \"postgres://db/relay\")",
+            "store.password and store.passwordFile are both set; set one"));
+    assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("MBX_RELAY_STORE_URL", "jdbc:postgresql://db/relay")))
+        .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.violations()).containsExactly(
+            "store.url is set but store.backend is \"sqlite\" (set store.backend to \"postgresql\" to use it)"));
+  }
+
+  @Test
   void a_log_level_logback_would_read_as_debug_is_refused_and_a_known_one_in_any_case_is_taken() throws Exception {
     // issue 12 item 5: MBX_RELAY_LOG_LEVEL=bogus used to start the relay at DEBUG (logback's fallback)
     assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("MBX_RELAY_LOG_LEVEL", "bogus")))

@@ -206,56 +206,7 @@ public final class SqliteReads implements RelayReads {
     PageConnection c = pageConnection();
     c.begin.execute();
     try {
-      c.plan.setString(1, target);
-      c.plan.setLong(2, after);
-      c.plan.setInt(3, limit + 1);
-      int n = 0;
-      int fetched = 0;
-      boolean full = false;
-      long total = 0;
-      long through = after;
-      try (java.sql.ResultSet rs = c.plan.executeQuery()) {
-        while (rs.next()) {
-          fetched++;
-          if (full || n == limit) {
-            continue; // counted for `more` only
-          }
-          long bytes = rs.getLong(2);
-          if (n > 0 && total + bytes > maxBytes) {
-            full = true;
-            continue;
-          }
-          total += bytes;
-          through = rs.getLong(1);
-          n++;
-        }
-      }
-      List<PulledItem> items = new ArrayList<>(n);
-      List<Long> damaged = List.of();
-      if (n > 0) {
-        c.fetch.setString(1, target);
-        c.fetch.setLong(2, after);
-        c.fetch.setLong(3, through);
-        try (java.sql.ResultSet rs = c.fetch.executeQuery()) {
-          while (rs.next()) {
-            byte[] wire = rs.getBytes(5);
-            // never serve bytes that are not what was accepted (issue 10 item 1): ~1 µs per KiB
-            if (!io.mbxrelay.wire.Hashes.sha256Hex(wire).equals(rs.getString(7))) {
-              damaged = damaged.isEmpty() ? new ArrayList<>() : damaged;
-              damaged.add(rs.getLong(1));
-              continue;
-            }
-            items.add(new PulledItem(rs.getLong(1), rs.getString(2), rs.getString(3), rs.getString(4), wire,
-                rs.getString(6)));
-          }
-        }
-      }
-      c.head.setString(1, target);
-      long head;
-      try (java.sql.ResultSet rs = c.head.executeQuery()) {
-        head = rs.next() ? rs.getLong(1) - 1 : 0;
-      }
-      return new Page(head, items, fetched > n, n > 0 ? through : -1, damaged);
+      return io.mbxrelay.store.jdbc.JdbcPage.read(c.plan, c.fetch, c.head, target, after, limit, maxBytes);
     } finally {
       c.commit.execute();
     }
@@ -276,10 +227,8 @@ public final class SqliteReads implements RelayReads {
       // of pulls, a heap leak).
       java.sql.Connection conn = pooled.unwrap(org.sqlite.SQLiteConnection.class);
       c = new PageConnection(pooled, conn, conn.prepareStatement("BEGIN"), conn.prepareStatement("COMMIT"),
-          conn.prepareStatement("SELECT seq, bytes FROM items WHERE target_pubkey = ? AND seq > ? ORDER BY seq LIMIT ?"),
-          conn.prepareStatement("SELECT seq, kind, item_id, sender_pubkey, wire, sender_host, wire_hash FROM items"
-              + " WHERE target_pubkey = ? AND seq > ? AND seq <= ? ORDER BY seq"),
-          conn.prepareStatement("SELECT next_seq FROM seqs WHERE target_pubkey = ?"));
+          conn.prepareStatement(io.mbxrelay.store.jdbc.JdbcPage.PLAN), conn.prepareStatement(io.mbxrelay.store.jdbc.JdbcPage.FETCH),
+          conn.prepareStatement(io.mbxrelay.store.jdbc.JdbcPage.HEAD));
       pageConnection.set(c);
       pageConnections.add(c);
     }

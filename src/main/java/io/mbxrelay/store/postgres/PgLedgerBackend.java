@@ -1,0 +1,1066 @@
+package io.mbxrelay.store.postgres;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import io.mbxrelay.store.DedupRow;
+import io.mbxrelay.store.Enrolment;
+import io.mbxrelay.store.EnrolmentCache;
+import io.mbxrelay.store.ItemRow;
+import io.mbxrelay.store.LedgerBackend;
+import io.mbxrelay.store.StoreException;
+import io.mbxrelay.wire.Json;
+import io.mbxrelay.wire.KeySpelling;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Savepoint;
+import java.sql.Statement;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * One writer session on the PostgreSQL store ({@link LedgerBackend}; docs/scale-out.md "Write discipline"). Several
+ * sessions, in one process or in many, write the same database at once; what keeps the ledger's rules true is:
+ *
+ * <ul>
+ *   <li><b>Seqs</b>: the first touch of a target in a transaction ({@link #nextSeq}, {@link #targetUsage},
+ *       {@link #senderShare}) locks the target's {@code seqs} row ({@code SELECT … FOR UPDATE}) until COMMIT, so two
+ *       transactions never allocate from the same counter at once: seqs are never reused and commit in order per
+ *       target. The new counter is written once at COMMIT.</li>
+ *   <li><b>Dedup</b>: the primary key (sender, item id, target); {@code INSERT … ON CONFLICT DO NOTHING} waits for a
+ *       concurrent insert of the same key and then reports it taken.</li>
+ *   <li><b>Quotas</b>: the per-target and per-target-sender counters are read under the target's lock (exact); the
+ *       per-sender, per-account and store-wide counters are read as committed plus this transaction's changes, so
+ *       concurrent transactions of other sessions can each pass the check once (the bound in docs/scale-out.md). The
+ *       per-sender and store-wide counters are written at COMMIT, in key order, so they add no lock cycle.</li>
+ *   <li><b>Conflicts</b>: a deadlock (40P01), a serialization failure (40001) or a unique violation (23505, a
+ *       concurrent insert of the same key) is a {@linkplain StoreException#conflict conflict}: the ledger runs the
+ *       batch again.</li>
+ *   <li><b>Sweep and heartbeat</b>: transaction-scoped advisory locks; an instance that does not get the sweep lock
+ *       finds nothing to sweep this round.</li>
+ * </ul>
+ *
+ * <p>One thread at a time. A connection is taken from the pool at {@link #begin()} and returned at the end of the
+ * transaction.
+ */
+public final class PgLedgerBackend implements LedgerBackend {
+  private static final String ITEM_COLUMNS = "target_pubkey, seq, kind, item_id, sender_pubkey, sender_host, wire,"
+      + " wire_hash, bytes, accepted_at, expires_at";
+  private static final String ENROLMENT_COLUMNS = "host_pubkey, host_name, owner_fp, account, authorized_by,"
+      + " enrolled_at, revoked_at";
+
+  private final PgStore store;
+  private final int shard = ThreadLocalRandom.current().nextInt(PgSchema.TOTAL_SHARDS);
+  private Connection conn;
+  private Tx tx;
+  private final Deque<Mark> savepoints = new ArrayDeque<>();
+
+  /** What one transaction has done that is written at COMMIT or applied after it. */
+  private static final class Tx {
+    /** Targets whose seqs row this transaction holds locked → the next seq as this transaction sees it. */
+    Map<String, Long> nextSeq = new HashMap<>();
+    /** Targets whose counter this transaction moved (written at COMMIT). */
+    Set<String> seqDirty = new HashSet<>();
+    /** Per-sender total changes {items, bytes} (written at COMMIT in key order). */
+    TreeMap<String, long[]> senderDelta = new TreeMap<>();
+    long storeItems;
+    long storeBytes;
+    /** Keys whose enrolment rows changed (cache refresh and NOTIFY at COMMIT). */
+    Set<String> enrolmentsChanged = new LinkedHashSet<>();
+    /** Enrolment rows read (and share-locked) in this transaction and not changed by it since. */
+    Map<String, Optional<Enrolment>> enrolments = new HashMap<>();
+    /** Queue counters {items, bytes} of locked targets, as this transaction sees them. */
+    Map<String, long[]> targetUsage = new HashMap<>();
+    /** Counters of (target, sender) in a locked target, as this transaction sees them. */
+    Map<String, long[]> senderShare = new HashMap<>();
+    /** Committed per-sender totals as first read in this transaction (the changes are in senderDelta). */
+    Map<String, long[]> senderCommitted = new HashMap<>();
+    /** Per-account counters as this transaction sees them (dropped on any delete or enrolment change). */
+    Map<String, long[]> accountUsage = new HashMap<>();
+    /** Committed store totals as first read in this transaction, or null. */
+    long[] storeCommitted;
+    /** Allowlists read in this transaction and not changed by it since. */
+    Map<String, Optional<Set<String>>> allowlists = new HashMap<>();
+
+    Tx copy() {
+      Tx t = new Tx();
+      t.nextSeq = new HashMap<>(nextSeq);
+      t.seqDirty = new HashSet<>(seqDirty);
+      t.senderDelta = new TreeMap<>();
+      senderDelta.forEach((k, v) -> t.senderDelta.put(k, v.clone()));
+      t.storeItems = storeItems;
+      t.storeBytes = storeBytes;
+      t.enrolmentsChanged = new LinkedHashSet<>(enrolmentsChanged);
+      t.enrolments = new HashMap<>(enrolments);
+      t.targetUsage = deepCopy(targetUsage);
+      t.senderShare = deepCopy(senderShare);
+      t.senderCommitted = deepCopy(senderCommitted);
+      t.accountUsage = deepCopy(accountUsage);
+      t.storeCommitted = storeCommitted == null ? null : storeCommitted.clone();
+      t.allowlists = new HashMap<>(allowlists);
+      return t;
+    }
+
+    private static Map<String, long[]> deepCopy(Map<String, long[]> m) {
+      Map<String, long[]> out = new HashMap<>();
+      m.forEach((k, v) -> out.put(k, v.clone()));
+      return out;
+    }
+  }
+
+  private record Mark(Savepoint savepoint, Tx state) {}
+
+  PgLedgerBackend(PgStore store) {
+    this.store = store;
+  }
+
+  // ---- identity ----
+
+  @Override
+  public String relayPubkey() {
+    return store.relayKey().publicKeyB64();
+  }
+
+  @Override
+  public String epoch() {
+    return store.epoch();
+  }
+
+  @Override
+  public EnrolmentCache enrolmentCache() {
+    return store.enrolmentCache();
+  }
+
+  // ---- transaction control ----
+
+  @Override
+  public void begin() throws StoreException {
+    if (conn != null) {
+      throw new StoreException(StoreException.Kind.INTERNAL, "transaction already open", null);
+    }
+    try {
+      conn = store.dataSource().getConnection();
+      conn.setAutoCommit(false);
+    } catch (SQLException e) {
+      release(conn);
+      conn = null;
+      throw mapped("begin", e);
+    }
+    tx = new Tx();
+    savepoints.clear();
+  }
+
+  @Override
+  public void savepoint() throws StoreException {
+    try {
+      savepoints.push(new Mark(c().setSavepoint(), tx.copy()));
+    } catch (SQLException e) {
+      throw mapped("savepoint", e);
+    }
+  }
+
+  @Override
+  public void release() throws StoreException {
+    Mark m = savepoints.pop();
+    try {
+      c().releaseSavepoint(m.savepoint());
+    } catch (SQLException e) {
+      throw mapped("release savepoint", e);
+    }
+  }
+
+  @Override
+  public void rollbackToSavepoint() throws StoreException {
+    Mark m = savepoints.pop();
+    try {
+      c().rollback(m.savepoint());
+      c().releaseSavepoint(m.savepoint());
+    } catch (SQLException e) {
+      throw mapped("rollback to savepoint", e);
+    }
+    // Row locks taken before the savepoint stay; those taken after it may be gone: keep only the older ones.
+    tx = m.state();
+  }
+
+  @Override
+  public void commit() throws StoreException {
+    Connection c = c();
+    Tx done = tx;
+    try {
+      if (!done.seqDirty.isEmpty()) {
+        try (PreparedStatement ps = c.prepareStatement("UPDATE seqs SET next_seq = ? WHERE target_pubkey = ?")) {
+          for (String t : done.seqDirty) {
+            ps.setLong(1, done.nextSeq.get(t));
+            ps.setString(2, t);
+            ps.addBatch();
+          }
+          ps.executeBatch();
+        }
+      }
+      if (!done.senderDelta.isEmpty()) {
+        try (PreparedStatement ps = c.prepareStatement("INSERT INTO sender_totals(sender_pubkey, items, bytes)"
+            + " VALUES(?, ?, ?) ON CONFLICT(sender_pubkey) DO UPDATE SET items = sender_totals.items + excluded.items,"
+            + " bytes = sender_totals.bytes + excluded.bytes")) {
+          for (Map.Entry<String, long[]> e : done.senderDelta.entrySet()) {
+            if (e.getValue()[0] == 0 && e.getValue()[1] == 0) {
+              continue;
+            }
+            ps.setString(1, e.getKey());
+            ps.setLong(2, e.getValue()[0]);
+            ps.setLong(3, e.getValue()[1]);
+            ps.addBatch();
+          }
+          ps.executeBatch();
+        }
+      }
+      if (done.storeItems != 0 || done.storeBytes != 0) {
+        try (PreparedStatement ps = c.prepareStatement(
+            "UPDATE store_totals SET items = items + ?, bytes = bytes + ? WHERE shard = ?")) {
+          ps.setLong(1, done.storeItems);
+          ps.setLong(2, done.storeBytes);
+          ps.setInt(3, shard);
+          ps.executeUpdate();
+        }
+      }
+      if (!done.enrolmentsChanged.isEmpty()) {
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_notify('" + PgStore.ENROLMENT_CHANNEL + "', ?)")) {
+          for (String k : done.enrolmentsChanged) {
+            ps.setString(1, k);
+            ps.executeQuery().close();
+          }
+        }
+      }
+      c.commit();
+    } catch (SQLException e) {
+      rollback();
+      throw mapped("commit", e);
+    }
+    // Committed: this instance's cache sees the change before any reply of the transaction goes out.
+    try {
+      for (String k : done.enrolmentsChanged) {
+        store.refreshEnrolment(c, k);
+      }
+      c.commit();
+    } catch (SQLException e) {
+      // the listener reloads from the notification; nothing of the commit is lost
+    } finally {
+      end();
+    }
+  }
+
+  @Override
+  public void rollback() {
+    if (conn != null) {
+      try {
+        conn.rollback();
+      } catch (SQLException ignored) {
+        // the connection is broken: the pool drops it, the server rolled back
+      }
+    }
+    end();
+  }
+
+  private void end() {
+    release(conn);
+    conn = null;
+    tx = null;
+    savepoints.clear();
+  }
+
+  private static void release(Connection c) {
+    if (c != null) {
+      try {
+        c.setAutoCommit(true);
+      } catch (SQLException ignored) {
+        // broken connection
+      }
+      try {
+        c.close();
+      } catch (SQLException ignored) {
+        // returned to the pool or dropped
+      }
+    }
+  }
+
+  /**
+   * Nothing to do: the store's listener applies every other instance's enrolment change as its notification arrives
+   * (milliseconds after that COMMIT), and reloads the whole table after a lost connection.
+   */
+  @Override
+  public void refresh() {
+    // see the listener in PgStore
+  }
+
+  @Override
+  public boolean probeWriter() throws StoreException {
+    try (Connection c = store.dataSource().getConnection();
+        Statement st = c.createStatement();
+        ResultSet rs = st.executeQuery("SELECT v FROM meta WHERE k = 'epoch'")) {
+      return rs.next();
+    } catch (SQLException e) {
+      throw mapped("probe", e);
+    }
+  }
+
+  private Connection c() throws StoreException {
+    if (conn == null) {
+      throw new StoreException(StoreException.Kind.INTERNAL, "no open transaction", null);
+    }
+    return conn;
+  }
+
+  // ---- meta and ops log ----
+
+  /**
+   * Writes the heartbeat when no other instance is writing it right now ({@code pg_try_advisory_xact_lock}), and
+   * checks that the stored epoch is still this process's: an instance that finds another epoch (it was cut off from
+   * the database longer than the stale limit and another instance rotated it) stops, so no two instances ever serve
+   * two epochs.
+   */
+  @Override
+  public void putHeartbeat(long nowMs) throws StoreException {
+    String stored = queryString("SELECT v FROM meta WHERE k = 'epoch'");
+    if (!store.epoch().equals(stored)) {
+      throw new StoreException(StoreException.Kind.CORRUPT, "the store's epoch changed to " + stored
+          + " while this instance served " + store.epoch() + " (another instance rotated it): restart this instance",
+          null);
+    }
+    if (tryXactLock(PgSchema.LOCK_HEARTBEAT)) {
+      update("INSERT INTO meta(k, v) VALUES('heartbeat', ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v",
+          Long.toString(nowMs));
+    }
+  }
+
+  @Override
+  public void logOp(String op, String receiptJson, String atIso) throws StoreException {
+    update("INSERT INTO ops(at, op, receipt) VALUES(?, ?, ?)", atIso, op, receiptJson);
+    update("DELETE FROM ops WHERE id <= (SELECT max(id) - 1000 FROM ops)");
+  }
+
+  // ---- enrolments ----
+
+  @Override
+  public Optional<Enrolment> enrolment(String hostPubkey) throws StoreException {
+    if (conn == null) {
+      return outside(() -> enrolment(hostPubkey));
+    }
+    Optional<Enrolment> known = tx.enrolments.get(hostPubkey);
+    if (known != null) {
+      return known;
+    }
+    // FOR SHARE: a rotation or revocation of this key on another instance waits for this transaction (and one that
+    // came first is seen here), so no item is queued for a key whose queue a rotation already moved.
+    try (PreparedStatement ps = c().prepareStatement("SELECT " + ENROLMENT_COLUMNS
+        + " FROM enrolments WHERE host_pubkey = ? FOR SHARE")) {
+      ps.setString(1, hostPubkey);
+      try (ResultSet rs = ps.executeQuery()) {
+        Optional<Enrolment> row = rs.next() ? Optional.of(enrolment(rs)) : Optional.empty();
+        tx.enrolments.put(hostPubkey, row);
+        return row;
+      }
+    } catch (SQLException e) {
+      throw mapped("enrolment", e);
+    }
+  }
+
+  @Override
+  public long liveEnrolmentCount() throws StoreException {
+    return queryLong("SELECT count(*) FROM enrolments WHERE revoked_at IS NULL");
+  }
+
+  @Override
+  public boolean nameTaken(String account, String hostName, String exceptKey) throws StoreException {
+    return exists("SELECT 1 FROM enrolments WHERE revoked_at IS NULL AND account IS NOT DISTINCT FROM ?"
+        + " AND lower(host_name COLLATE \"C\") = lower(? COLLATE \"C\") AND host_pubkey <> ?", account, hostName,
+        exceptKey == null ? "" : exceptKey);
+  }
+
+  @Override
+  public void upsertEnrolment(Enrolment row) throws StoreException {
+    update("INSERT INTO enrolments(" + ENROLMENT_COLUMNS + ") VALUES(?, ?, ?, ?, ?, ?, NULL)"
+        + " ON CONFLICT(host_pubkey) DO UPDATE SET host_name = excluded.host_name, owner_fp = excluded.owner_fp,"
+        + " account = excluded.account, authorized_by = excluded.authorized_by, enrolled_at = excluded.enrolled_at,"
+        + " revoked_at = NULL", row.hostPubkey(), row.hostName(), row.ownerFp(), row.account(), row.authorizedBy(),
+        row.enrolledAt());
+    enrolmentChanged(row.hostPubkey());
+  }
+
+  @Override
+  public boolean revoke(String hostPubkey, String atIso) throws StoreException {
+    if (update("UPDATE enrolments SET revoked_at = ? WHERE host_pubkey = ? AND revoked_at IS NULL", atIso,
+        hostPubkey) > 0) {
+      enrolmentChanged(hostPubkey);
+      return true;
+    }
+    return false;
+  }
+
+  private void enrolmentChanged(String key) {
+    tx.enrolmentsChanged.add(key);
+    tx.enrolments.remove(key);
+    tx.accountUsage.clear(); // which targets count for an account may have changed
+  }
+
+  @Override
+  public boolean anyRevoked(List<String> keys) throws StoreException {
+    try (PreparedStatement ps = c().prepareStatement(
+        "SELECT 1 FROM enrolments WHERE host_pubkey = ANY(?) AND revoked_at IS NOT NULL LIMIT 1")) {
+      ps.setArray(1, c().createArrayOf("text", keys.toArray()));
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next();
+      }
+    } catch (SQLException e) {
+      throw mapped("anyRevoked", e);
+    }
+  }
+
+  @Override
+  public List<String> liveKeys() throws StoreException {
+    return queryStrings("SELECT host_pubkey FROM enrolments WHERE revoked_at IS NULL ORDER BY host_pubkey");
+  }
+
+  @Override
+  public Optional<String> clientIdOf(String hostPubkey) throws StoreException {
+    return Optional.ofNullable(queryString("SELECT client_id FROM enrolment_clients WHERE host_pubkey = ?",
+        hostPubkey));
+  }
+
+  @Override
+  public void recordClient(String hostPubkey, String clientId, String org, String atIso) throws StoreException {
+    update("INSERT INTO enrolment_clients(host_pubkey, client_id, org, at) VALUES(?, ?, ?, ?)"
+        + " ON CONFLICT(host_pubkey) DO UPDATE SET client_id = excluded.client_id, org = excluded.org,"
+        + " at = excluded.at", hostPubkey, clientId, org, atIso);
+  }
+
+  @Override
+  public void copyClient(String from, String to, String atIso) throws StoreException {
+    update("INSERT INTO enrolment_clients(host_pubkey, client_id, org, at) SELECT ?, client_id, org, ?"
+        + " FROM enrolment_clients WHERE host_pubkey = ? ON CONFLICT(host_pubkey) DO UPDATE SET"
+        + " client_id = excluded.client_id, org = excluded.org, at = excluded.at", to, atIso, from);
+  }
+
+  @Override
+  public int revokeByClient(String clientId, String atIso) throws StoreException {
+    List<String> keys = queryStrings("UPDATE enrolments SET revoked_at = ? WHERE revoked_at IS NULL AND host_pubkey IN"
+        + " (SELECT host_pubkey FROM enrolment_clients WHERE client_id = ?) RETURNING host_pubkey", atIso, clientId);
+    keys.forEach(this::enrolmentChanged);
+    return keys.size();
+  }
+
+  // ---- deny list ----
+
+  @Override
+  public boolean denied(String kind, String value) throws StoreException {
+    return exists("SELECT 1 FROM deny_list WHERE kind = ? AND value = ?", kind, value);
+  }
+
+  @Override
+  public boolean addDeny(String kind, String value, String note, String atIso) throws StoreException {
+    return update("INSERT INTO deny_list(kind, value, note, added_at) VALUES(?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        kind, value, note, atIso) == 1;
+  }
+
+  @Override
+  public boolean removeDeny(String kind, String value) throws StoreException {
+    return update("DELETE FROM deny_list WHERE kind = ? AND value = ?", kind, value) > 0;
+  }
+
+  // ---- sender allowlists and enc-key ads ----
+
+  @Override
+  public Optional<Set<String>> allowlist(String target) throws StoreException {
+    Optional<Set<String>> known = tx.allowlists.get(target);
+    if (known != null) {
+      return known;
+    }
+    String senders = queryString("SELECT senders FROM sender_lists WHERE target_pubkey = ?", target);
+    Optional<Set<String>> list = Optional.empty();
+    if (senders != null) {
+      Set<String> out = new LinkedHashSet<>();
+      for (JsonNode n : Json.parse(senders)) {
+        out.add(KeySpelling.canonicalOrSelf(n.asText()));
+      }
+      list = Optional.of(java.util.Collections.unmodifiableSet(out));
+    }
+    tx.allowlists.put(target, list);
+    return list;
+  }
+
+  @Override
+  public Optional<String> allowlistIat(String target) throws StoreException {
+    return Optional.ofNullable(queryString("SELECT iat FROM sender_lists WHERE target_pubkey = ?", target));
+  }
+
+  @Override
+  public void putAllowlist(String target, List<String> senders, String iat, String record, String sig)
+      throws StoreException {
+    tx.allowlists.clear();
+    update("INSERT INTO sender_lists(target_pubkey, senders, iat, record, sig) VALUES(?, ?, ?, ?, ?)"
+        + " ON CONFLICT(target_pubkey) DO UPDATE SET senders = excluded.senders, iat = excluded.iat,"
+        + " record = excluded.record, sig = excluded.sig", target, Json.stringify(senders), iat, record, sig);
+  }
+
+  @Override
+  public void moveAllowlists(String oldKey, List<String> oldSpellings, String newKey) throws StoreException {
+    tx.allowlists.clear();
+    if (exists("SELECT 1 FROM sender_lists WHERE target_pubkey = ?", oldKey)) {
+      update("DELETE FROM sender_lists WHERE target_pubkey = ?", newKey);
+      update("UPDATE sender_lists SET target_pubkey = ? WHERE target_pubkey = ?", newKey, oldKey);
+    }
+    // Rotation is rare: find the lists naming an old spelling by text, rewrite them here.
+    Set<String> olds = new HashSet<>(oldSpellings);
+    try (PreparedStatement ps = c().prepareStatement("SELECT target_pubkey, senders FROM sender_lists"
+        + " WHERE senders LIKE ANY(?) FOR UPDATE")) {
+      ps.setArray(1, c().createArrayOf("text", oldSpellings.stream().map(s -> "%" + s.replace("\\", "\\\\")
+          .replace("%", "\\%").replace("_", "\\_") + "%").toArray()));
+      Map<String, String> rewritten = new HashMap<>();
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          JsonNode list = Json.parse(rs.getString(2));
+          LinkedHashSet<String> next = new LinkedHashSet<>();
+          boolean hit = false;
+          for (JsonNode n : list) {
+            String k = n.asText();
+            if (olds.contains(k)) {
+              next.add(newKey);
+              hit = true;
+            } else {
+              next.add(k);
+            }
+          }
+          if (hit) {
+            ArrayNode arr = Json.MAPPER.createArrayNode();
+            next.forEach(arr::add);
+            rewritten.put(rs.getString(1), Json.stringify(arr));
+          }
+        }
+      }
+      for (Map.Entry<String, String> e : rewritten.entrySet()) {
+        update("UPDATE sender_lists SET senders = ? WHERE target_pubkey = ?", e.getValue(), e.getKey());
+      }
+    } catch (SQLException e) {
+      throw mapped("moveAllowlists", e);
+    }
+  }
+
+  @Override
+  public void putEncAdV1(String hostPubkey, String hostName, String encPub, String sig, String atIso)
+      throws StoreException {
+    update("INSERT INTO enc_ads(host_pubkey, host_name, enc_pub, sig, at) VALUES(?, ?, ?, ?, ?)"
+        + " ON CONFLICT(host_pubkey) DO UPDATE SET host_name = excluded.host_name, enc_pub = excluded.enc_pub,"
+        + " sig = excluded.sig, at = excluded.at", hostPubkey, hostName, encPub, sig, atIso);
+  }
+
+  @Override
+  public Optional<String> encAdV2(String hostPubkey) throws StoreException {
+    return Optional.ofNullable(queryString("SELECT record FROM enc_ad_records WHERE host_pubkey = ?", hostPubkey));
+  }
+
+  @Override
+  public void putEncAdV2(String hostPubkey, String record, String sig, String atIso) throws StoreException {
+    update("INSERT INTO enc_ad_records(host_pubkey, record, sig, at) VALUES(?, ?, ?, ?)"
+        + " ON CONFLICT(host_pubkey) DO UPDATE SET record = excluded.record, sig = excluded.sig, at = excluded.at",
+        hostPubkey, record, sig, atIso);
+  }
+
+  @Override
+  public void dropEncAds(String hostPubkey) throws StoreException {
+    update("DELETE FROM enc_ads WHERE host_pubkey = ?", hostPubkey);
+    update("DELETE FROM enc_ad_records WHERE host_pubkey = ?", hostPubkey);
+  }
+
+  // ---- seqs ----
+
+  /**
+   * Locks the target's counter row for the rest of the transaction (creating it at 1) and returns the next seq as
+   * this transaction sees it.
+   */
+  private long lockTarget(String target) throws StoreException {
+    Long known = tx.nextSeq.get(target);
+    if (known != null) {
+      return known;
+    }
+    try {
+      Long next = lockedNext(target);
+      if (next == null) {
+        update("INSERT INTO seqs(target_pubkey, next_seq) VALUES(?, 1) ON CONFLICT DO NOTHING", target);
+        next = lockedNext(target);
+      }
+      tx.nextSeq.put(target, next);
+      return next;
+    } catch (SQLException e) {
+      throw mapped("lock target", e);
+    }
+  }
+
+  private Long lockedNext(String target) throws SQLException, StoreException {
+    try (PreparedStatement ps = c().prepareStatement(
+        "SELECT next_seq FROM seqs WHERE target_pubkey = ? FOR UPDATE")) {
+      ps.setString(1, target);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getLong(1) : null;
+      }
+    }
+  }
+
+  @Override
+  public long nextSeq(String target) throws StoreException {
+    if (conn == null) {
+      return outside(() -> {
+        Long next = queryString("SELECT next_seq FROM seqs WHERE target_pubkey = ?", target) == null ? null
+            : queryLong("SELECT next_seq FROM seqs WHERE target_pubkey = ?", target);
+        return next == null ? 1L : next;
+      });
+    }
+    return lockTarget(target);
+  }
+
+  @FunctionalInterface
+  private interface InTx<T> {
+    T run() throws StoreException;
+  }
+
+  /** A read outside the writer's transaction (headSeq, enrolment lookups of the ledger's callers): its own one. */
+  private <T> T outside(InTx<T> read) throws StoreException {
+    begin();
+    try {
+      return read.run();
+    } finally {
+      rollback();
+    }
+  }
+
+  @Override
+  public void useSeq(String target, long seq) throws StoreException {
+    long next = lockTarget(target);
+    if (seq + 1 > next) {
+      tx.nextSeq.put(target, seq + 1);
+      tx.seqDirty.add(target);
+    }
+  }
+
+  // ---- dedup ----
+
+  @Override
+  public boolean insertDedup(DedupRow row) throws StoreException {
+    return update("INSERT INTO dedup(sender_pubkey, item_id, target_pubkey, wire_hash, seq, accepted_at)"
+        + " VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", row.sender(), row.itemId(), row.target(),
+        row.wireHash(), row.seq(), row.acceptedAt()) == 1;
+  }
+
+  @Override
+  public Optional<DedupRow> dedup(String sender, String itemId, String target) throws StoreException {
+    try (PreparedStatement ps = c().prepareStatement("SELECT wire_hash, seq, accepted_at FROM dedup"
+        + " WHERE sender_pubkey = ? AND item_id = ? AND target_pubkey = ?")) {
+      ps.setString(1, sender);
+      ps.setString(2, itemId);
+      ps.setString(3, target);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? Optional.of(new DedupRow(sender, itemId, target, rs.getString(1), rs.getLong(2),
+            rs.getString(3))) : Optional.empty();
+      }
+    } catch (SQLException e) {
+      throw mapped("dedup", e);
+    }
+  }
+
+  @Override
+  public void moveDedup(String sender, String itemId, String from, String to, long newSeq) throws StoreException {
+    update("UPDATE dedup SET target_pubkey = ?, seq = ? WHERE sender_pubkey = ? AND item_id = ? AND target_pubkey = ?"
+        + " AND NOT EXISTS (SELECT 1 FROM dedup d WHERE d.sender_pubkey = ? AND d.item_id = ? AND d.target_pubkey = ?)",
+        to, newSeq, sender, itemId, from, sender, itemId, to);
+  }
+
+  @Override
+  public void moveRemainingDedup(String from, String to) throws StoreException {
+    update("UPDATE dedup SET target_pubkey = ? WHERE target_pubkey = ? AND NOT EXISTS (SELECT 1 FROM dedup d"
+        + " WHERE d.sender_pubkey = dedup.sender_pubkey AND d.item_id = dedup.item_id AND d.target_pubkey = ?)",
+        to, from, to);
+    update("DELETE FROM dedup WHERE target_pubkey = ?", from);
+  }
+
+  @Override
+  public int pruneDedup(String beforeIso, int maxRows) throws StoreException {
+    return update("DELETE FROM dedup WHERE ctid IN (SELECT d.ctid FROM dedup d WHERE d.accepted_at < ?"
+        + " AND NOT EXISTS (SELECT 1 FROM items i WHERE i.target_pubkey = d.target_pubkey AND i.seq = d.seq)"
+        + " LIMIT ?)", beforeIso, maxRows);
+  }
+
+  // ---- items ----
+
+  /** Inserts the row and counts it per target and per target sender in one statement. */
+  private static final String INSERT_ITEM = "WITH i AS (INSERT INTO items(" + ITEM_COLUMNS + ")"
+      + " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING 1),"
+      + " q AS (INSERT INTO queue_usage(target_pubkey, items, bytes) VALUES(?, 1, ?) ON CONFLICT(target_pubkey)"
+      + " DO UPDATE SET items = queue_usage.items + 1, bytes = queue_usage.bytes + excluded.bytes RETURNING 1)"
+      + " INSERT INTO sender_usage(target_pubkey, sender_pubkey, items, bytes) VALUES(?, ?, 1, ?)"
+      + " ON CONFLICT(target_pubkey, sender_pubkey) DO UPDATE SET items = sender_usage.items + 1,"
+      + " bytes = sender_usage.bytes + excluded.bytes";
+
+  @Override
+  public void insertItem(Enrolment target, ItemRow item) throws StoreException {
+    lockTarget(item.target());
+    try (PreparedStatement ps = c().prepareStatement(INSERT_ITEM)) {
+      int i = 1;
+      ps.setString(i++, item.target());
+      ps.setLong(i++, item.seq());
+      ps.setString(i++, item.kind());
+      ps.setString(i++, item.itemId());
+      ps.setString(i++, item.sender());
+      ps.setString(i++, item.senderHost());
+      ps.setBytes(i++, item.wire());
+      ps.setString(i++, item.wireHash());
+      ps.setLong(i++, item.bytes());
+      ps.setString(i++, item.acceptedAt());
+      ps.setString(i++, item.expiresAt());
+      ps.setString(i++, item.target());
+      ps.setLong(i++, item.bytes());
+      ps.setString(i++, item.target());
+      ps.setString(i++, item.sender());
+      ps.setLong(i, item.bytes());
+      ps.executeUpdate();
+    } catch (SQLException e) {
+      throw mapped("insert item", e);
+    }
+    count(item.sender(), 1, item.bytes());
+    add(tx.targetUsage.get(item.target()), 1, item.bytes());
+    add(tx.senderShare.get(item.target() + " " + item.sender()), 1, item.bytes());
+    if (target != null && target.account() != null && target.live()) {
+      add(tx.accountUsage.get(target.account()), 1, item.bytes());
+    }
+  }
+
+  private static void add(long[] counter, long items, long bytes) {
+    if (counter != null) {
+      counter[0] += items;
+      counter[1] += bytes;
+    }
+  }
+
+  private void count(String sender, long items, long bytes) {
+    long[] d = tx.senderDelta.computeIfAbsent(sender, k -> new long[2]);
+    d[0] += items;
+    d[1] += bytes;
+    tx.storeItems += items;
+    tx.storeBytes += bytes;
+  }
+
+  /** Uncounts deleted rows (sender, bytes) of one target. */
+  private void uncount(String target, List<Object[]> deleted) throws StoreException {
+    if (deleted.isEmpty()) {
+      return;
+    }
+    Map<String, long[]> bySender = new TreeMap<>();
+    long items = 0;
+    long bytes = 0;
+    for (Object[] d : deleted) {
+      long b = (Long) d[1];
+      long[] s = bySender.computeIfAbsent((String) d[0], k -> new long[2]);
+      s[0]++;
+      s[1] += b;
+      items++;
+      bytes += b;
+    }
+    update("UPDATE queue_usage SET items = items - ?, bytes = bytes - ? WHERE target_pubkey = ?", items, bytes,
+        target);
+    add(tx.targetUsage.get(target), -items, -bytes);
+    tx.accountUsage.clear();
+    try (PreparedStatement ps = c().prepareStatement("UPDATE sender_usage SET items = items - ?, bytes = bytes - ?"
+        + " WHERE target_pubkey = ? AND sender_pubkey = ?")) {
+      for (Map.Entry<String, long[]> e : bySender.entrySet()) {
+        ps.setLong(1, e.getValue()[0]);
+        ps.setLong(2, e.getValue()[1]);
+        ps.setString(3, target);
+        ps.setString(4, e.getKey());
+        ps.addBatch();
+        count(e.getKey(), -e.getValue()[0], -e.getValue()[1]);
+        add(tx.senderShare.get(target + " " + e.getKey()), -e.getValue()[0], -e.getValue()[1]);
+      }
+      ps.executeBatch();
+    } catch (SQLException e) {
+      throw mapped("uncount", e);
+    }
+    update("DELETE FROM sender_usage WHERE target_pubkey = ? AND items <= 0", target);
+  }
+
+  private List<Object[]> deleteReturning(String sql, Object... args) throws StoreException {
+    List<Object[]> out = new ArrayList<>();
+    try (PreparedStatement ps = prepare(sql, args); ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        out.add(new Object[] {rs.getString(1), rs.getLong(2)});
+      }
+    } catch (SQLException e) {
+      throw mapped("delete items", e);
+    }
+    return out;
+  }
+
+  @Override
+  public int deleteThrough(String target, long through) throws StoreException {
+    List<Object[]> gone = deleteReturning("DELETE FROM items WHERE target_pubkey = ? AND seq <= ?"
+        + " RETURNING sender_pubkey, bytes", target, through);
+    uncount(target, gone);
+    return gone.size();
+  }
+
+  @Override
+  public boolean deleteItem(String target, long seq) throws StoreException {
+    List<Object[]> gone = deleteReturning("DELETE FROM items WHERE target_pubkey = ? AND seq = ?"
+        + " RETURNING sender_pubkey, bytes", target, seq);
+    uncount(target, gone);
+    return !gone.isEmpty();
+  }
+
+  @Override
+  public List<ItemRow> queue(String target) throws StoreException {
+    return items("SELECT " + ITEM_COLUMNS + " FROM items WHERE target_pubkey = ? ORDER BY seq", true, target);
+  }
+
+  @Override
+  public int deleteQueue(String target) throws StoreException {
+    List<Object[]> gone = deleteReturning("DELETE FROM items WHERE target_pubkey = ? RETURNING sender_pubkey, bytes",
+        target);
+    uncount(target, gone);
+    return gone.size();
+  }
+
+  @Override
+  public Optional<ItemRow> item(String target, long seq) throws StoreException {
+    List<ItemRow> rows = items("SELECT " + ITEM_COLUMNS + " FROM items WHERE target_pubkey = ? AND seq = ?", true,
+        target, seq);
+    return rows.isEmpty() ? Optional.empty() : Optional.of(rows.get(0));
+  }
+
+  @Override
+  public void setAside(String target, long seq, String foundAtIso) throws StoreException {
+    update("INSERT INTO damaged_items(" + ITEM_COLUMNS + ", found_at) SELECT " + ITEM_COLUMNS + ", ? FROM items"
+        + " WHERE target_pubkey = ? AND seq = ?", foundAtIso, target, seq);
+    deleteItem(target, seq);
+  }
+
+  /**
+   * The sweep's batch, or nothing when another instance holds the sweep lock (it sweeps this round; two sweepers
+   * would write two expiry notices for one item).
+   */
+  @Override
+  public List<ItemRow> expiring(String atIso, int maxRows) throws StoreException {
+    if (!tryXactLock(PgSchema.LOCK_SWEEP)) {
+      return List.of();
+    }
+    return items("SELECT target_pubkey, seq, kind, item_id, sender_pubkey, sender_host, NULL, wire_hash, bytes,"
+        + " accepted_at, expires_at FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?"
+        + " ORDER BY expires_at, target_pubkey, seq LIMIT ?", false, atIso, maxRows);
+  }
+
+  @Override
+  public long raiseAcked(String target, long through) throws StoreException {
+    return queryLong("INSERT INTO acked(target_pubkey, acked_through) VALUES(?, ?) ON CONFLICT(target_pubkey)"
+        + " DO UPDATE SET acked_through = greatest(acked.acked_through, excluded.acked_through)"
+        + " RETURNING acked_through", target, through);
+  }
+
+  // ---- usage ----
+
+  @Override
+  public Usage targetUsage(String target) throws StoreException {
+    lockTarget(target);
+    long[] u = tx.targetUsage.get(target);
+    if (u == null) {
+      u = counters("SELECT items, bytes FROM queue_usage WHERE target_pubkey = ?", target);
+      tx.targetUsage.put(target, u);
+    }
+    return new Usage(u[0], u[1]);
+  }
+
+  @Override
+  public Usage senderShare(String target, String sender) throws StoreException {
+    lockTarget(target);
+    String k = target + " " + sender;
+    long[] u = tx.senderShare.get(k);
+    if (u == null) {
+      u = counters("SELECT items, bytes FROM sender_usage WHERE target_pubkey = ? AND sender_pubkey = ?", target,
+          sender);
+      tx.senderShare.put(k, u);
+    }
+    return new Usage(u[0], u[1]);
+  }
+
+  @Override
+  public Usage accountUsage(String account) throws StoreException {
+    long[] u = tx.accountUsage.get(account);
+    if (u == null) {
+      u = counters("SELECT coalesce(sum(q.items), 0), coalesce(sum(q.bytes), 0) FROM enrolments e"
+          + " JOIN queue_usage q ON q.target_pubkey = e.host_pubkey WHERE e.account = ? AND e.revoked_at IS NULL",
+          account);
+      tx.accountUsage.put(account, u);
+    }
+    return new Usage(u[0], u[1]);
+  }
+
+  @Override
+  public Usage senderTotal(String sender) throws StoreException {
+    long[] committed = tx.senderCommitted.get(sender);
+    if (committed == null) {
+      committed = counters("SELECT items, bytes FROM sender_totals WHERE sender_pubkey = ?", sender);
+      tx.senderCommitted.put(sender, committed);
+    }
+    long[] d = tx.senderDelta.getOrDefault(sender, new long[2]);
+    return new Usage(committed[0] + d[0], committed[1] + d[1]);
+  }
+
+  @Override
+  public Usage storeTotals() throws StoreException {
+    if (tx.storeCommitted == null) {
+      tx.storeCommitted = counters("SELECT coalesce(sum(items), 0), coalesce(sum(bytes), 0) FROM store_totals");
+    }
+    return new Usage(tx.storeCommitted[0] + tx.storeItems, tx.storeCommitted[1] + tx.storeBytes);
+  }
+
+  private long[] counters(String sql, Object... args) throws StoreException {
+    Usage u = usage(sql, args);
+    return new long[] {u.items(), u.bytes()};
+  }
+
+  @Override
+  public void close() {
+    rollback();
+  }
+
+  // ---- helpers ----
+
+  static Enrolment enrolment(ResultSet rs) throws SQLException {
+    return new Enrolment(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4), rs.getString(5),
+        rs.getString(6), rs.getString(7));
+  }
+
+  /**
+   * Maps a driver failure to the ledger's classes: conflicts (40001, 40P01, 23505) are retryable; integrity and data
+   * errors (other class 23, class 22) are INTERNAL (the running command is rolled back); data corruption (XX001,
+   * XX002) is CORRUPT; everything else (connection loss, disk full 53100, shutdown) is UNAVAILABLE.
+   */
+  static StoreException mapped(String what, SQLException e) {
+    String state = e.getSQLState() == null ? "" : e.getSQLState();
+    String msg = what + ": " + e.getMessage();
+    if (state.equals("40001") || state.equals("40P01") || state.equals("23505")) {
+      return StoreException.conflict(msg, e);
+    }
+    if (state.startsWith("23") || state.startsWith("22")) {
+      return new StoreException(StoreException.Kind.INTERNAL, msg, e);
+    }
+    if (state.equals("XX001") || state.equals("XX002")) {
+      return new StoreException(StoreException.Kind.CORRUPT, msg, e);
+    }
+    return new StoreException(StoreException.Kind.UNAVAILABLE, msg, e, state.equals("53100"));
+  }
+
+  private boolean tryXactLock(int key) throws StoreException {
+    try (PreparedStatement ps = c().prepareStatement("SELECT pg_try_advisory_xact_lock(?, ?)")) {
+      ps.setInt(1, PgSchema.LOCK_NAMESPACE);
+      ps.setInt(2, key);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getBoolean(1);
+      }
+    } catch (SQLException e) {
+      throw mapped("advisory lock", e);
+    }
+  }
+
+  private PreparedStatement prepare(String sql, Object... args) throws SQLException, StoreException {
+    PreparedStatement ps = c().prepareStatement(sql);
+    for (int i = 0; i < args.length; i++) {
+      Object a = args[i];
+      if (a == null) {
+        ps.setNull(i + 1, java.sql.Types.VARCHAR);
+      } else if (a instanceof Long l) {
+        ps.setLong(i + 1, l);
+      } else if (a instanceof Integer n) {
+        ps.setInt(i + 1, n);
+      } else if (a instanceof Array arr) {
+        ps.setArray(i + 1, arr);
+      } else {
+        ps.setString(i + 1, a.toString());
+      }
+    }
+    return ps;
+  }
+
+  private int update(String sql, Object... args) throws StoreException {
+    try (PreparedStatement ps = prepare(sql, args)) {
+      return ps.executeUpdate();
+    } catch (SQLException e) {
+      throw mapped(sql.substring(0, Math.min(40, sql.length())), e);
+    }
+  }
+
+  private boolean exists(String sql, Object... args) throws StoreException {
+    try (PreparedStatement ps = prepare(sql + " LIMIT 1", args); ResultSet rs = ps.executeQuery()) {
+      return rs.next();
+    } catch (SQLException e) {
+      throw mapped("exists", e);
+    }
+  }
+
+  private String queryString(String sql, Object... args) throws StoreException {
+    try (PreparedStatement ps = prepare(sql, args); ResultSet rs = ps.executeQuery()) {
+      return rs.next() ? rs.getString(1) : null;
+    } catch (SQLException e) {
+      throw mapped("query", e);
+    }
+  }
+
+  private List<String> queryStrings(String sql, Object... args) throws StoreException {
+    List<String> out = new ArrayList<>();
+    try (PreparedStatement ps = prepare(sql, args); ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        out.add(rs.getString(1));
+      }
+      return out;
+    } catch (SQLException e) {
+      throw mapped("query", e);
+    }
+  }
+
+  private long queryLong(String sql, Object... args) throws StoreException {
+    try (PreparedStatement ps = prepare(sql, args); ResultSet rs = ps.executeQuery()) {
+      rs.next();
+      return rs.getLong(1);
+    } catch (SQLException e) {
+      throw mapped("query", e);
+    }
+  }
+
+  private Usage usage(String sql, Object... args) throws StoreException {
+    try (PreparedStatement ps = prepare(sql, args); ResultSet rs = ps.executeQuery()) {
+      return rs.next() ? new Usage(rs.getLong(1), rs.getLong(2)) : Usage.NONE;
+    } catch (SQLException e) {
+      throw mapped("usage", e);
+    }
+  }
+
+  private List<ItemRow> items(String sql, boolean withWire, Object... args) throws StoreException {
+    List<ItemRow> out = new ArrayList<>();
+    try (PreparedStatement ps = prepare(sql, args); ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        out.add(new ItemRow(rs.getString(1), rs.getLong(2), rs.getString(3), rs.getString(4), rs.getString(5),
+            rs.getString(6), withWire ? rs.getBytes(7) : null, rs.getString(8), rs.getLong(9), rs.getString(10),
+            rs.getString(11)));
+      }
+      return out;
+    } catch (SQLException e) {
+      throw mapped("items", e);
+    }
+  }
+}

@@ -1,0 +1,222 @@
+package io.mbxrelay.store.postgres;
+
+import io.agroal.api.AgroalDataSource;
+import io.mbxrelay.budget.PageBudget;
+import io.mbxrelay.store.DenyEntry;
+import io.mbxrelay.store.EncAds;
+import io.mbxrelay.store.Enrolment;
+import io.mbxrelay.store.HostState;
+import io.mbxrelay.store.jdbc.JdbcPage;
+import io.mbxrelay.store.Page;
+import io.mbxrelay.store.QueueStats;
+import io.mbxrelay.store.RelayReads;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.WorkerExecutor;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * The PostgreSQL {@link RelayReads}: blocking JDBC on worker threads of their own over the store's pool. Every read
+ * is one read-only transaction ({@code REPEATABLE READ}, so a pull page — plan, rows, head — is one snapshot); it sees
+ * what every instance committed before it started.
+ *
+ * <p>Safe on any event loop; futures complete on the caller's context.
+ */
+public final class PgReads implements RelayReads {
+  private static final String ENROLMENT_COLUMNS = "host_pubkey, host_name, owner_fp, account, authorized_by,"
+      + " enrolled_at, revoked_at";
+
+  private final AgroalDataSource pool;
+  private final WorkerExecutor readers;
+
+  /**
+   * @param vertx Vert.x (its context completes the futures)
+   * @param store the open store (its pool is shared)
+   * @param threads reader threads (store.readPoolSize)
+   */
+  public PgReads(Vertx vertx, PgStore store, int threads) {
+    this.pool = store.dataSource();
+    this.readers = vertx.createSharedWorkerExecutor("mbx-pg-reads", threads);
+  }
+
+  @FunctionalInterface
+  private interface Read<T> {
+    T run(Connection c) throws SQLException;
+  }
+
+  private <T> Future<T> read(Read<T> fn) {
+    return readers.executeBlocking(() -> {
+      try (Connection c = pool.getConnection()) {
+        c.setAutoCommit(false);
+        c.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
+        c.setReadOnly(true);
+        try {
+          return fn.run(c);
+        } finally {
+          c.rollback();
+          c.setReadOnly(false);
+          c.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
+          c.setAutoCommit(true);
+        }
+      }
+    }, false);
+  }
+
+  private static PreparedStatement prepared(Connection c, String sql, Object... args) throws SQLException {
+    PreparedStatement ps = c.prepareStatement(sql);
+    for (int i = 0; i < args.length; i++) {
+      if (args[i] instanceof Long l) {
+        ps.setLong(i + 1, l);
+      } else if (args[i] instanceof Integer n) {
+        ps.setInt(i + 1, n);
+      } else {
+        ps.setString(i + 1, (String) args[i]);
+      }
+    }
+    return ps;
+  }
+
+  @Override
+  public Future<Optional<Enrolment>> enrolment(String hostPubkey) {
+    return read(c -> {
+      try (PreparedStatement ps = prepared(c, "SELECT " + ENROLMENT_COLUMNS + " FROM enrolments WHERE host_pubkey = ?",
+          hostPubkey); ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? Optional.of(PgLedgerBackend.enrolment(rs)) : Optional.<Enrolment>empty();
+      }
+    });
+  }
+
+  @Override
+  public Future<List<Enrolment>> liveByName(String name, int limit) {
+    return read(c -> {
+      try (PreparedStatement ps = prepared(c, "SELECT " + ENROLMENT_COLUMNS + " FROM enrolments"
+          + " WHERE lower(host_name COLLATE \"C\") = lower(? COLLATE \"C\") AND revoked_at IS NULL"
+          + " ORDER BY enrolled_at DESC LIMIT ?", name, limit); ResultSet rs = ps.executeQuery()) {
+        List<Enrolment> out = new ArrayList<>();
+        while (rs.next()) {
+          out.add(PgLedgerBackend.enrolment(rs));
+        }
+        return out;
+      }
+    });
+  }
+
+  @Override
+  public Future<HostState> hostState(String hostPubkey) {
+    return read(c -> {
+      try (PreparedStatement ps = prepared(c, "SELECT (SELECT next_seq FROM seqs WHERE target_pubkey = ?),"
+          + " (SELECT acked_through FROM acked WHERE target_pubkey = ?),"
+          + " (SELECT enc_pub FROM enc_ads WHERE host_pubkey = ?),"
+          + " (SELECT record FROM enc_ad_records WHERE host_pubkey = ?)", hostPubkey, hostPubkey, hostPubkey,
+          hostPubkey); ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        long next = rs.getLong(1);
+        long acked = rs.getLong(2);
+        return new HostState(next == 0 ? 0 : next - 1, acked, rs.getString(3), rs.getString(4));
+      }
+    });
+  }
+
+  @Override
+  public Future<Page> pull(String target, long after, int limit, long maxBytes, PageBudget budget, String client) {
+    return read(c -> {
+      if (budget == null) {
+        return readPage(c, target, after, limit, maxBytes);
+      }
+      long free = budget.free(client);
+      Page page = readPage(c, target, after, limit, Math.max(1, Math.min(maxBytes, free)));
+      if (page.items().isEmpty()) {
+        return page;
+      }
+      if (free <= 0) {
+        throw new PageBudget.Exhausted();
+      }
+      budget.hold(client, page.wireBytes());
+      return page;
+    });
+  }
+
+  /** {@link JdbcPage} in this read's snapshot. */
+  private static Page readPage(Connection c, String target, long after, int limit, long maxBytes)
+      throws SQLException {
+    try (PreparedStatement plan = c.prepareStatement(JdbcPage.PLAN);
+        PreparedStatement fetch = c.prepareStatement(JdbcPage.FETCH);
+        PreparedStatement head = c.prepareStatement(JdbcPage.HEAD)) {
+      return JdbcPage.read(plan, fetch, head, target, after, limit, maxBytes);
+    }
+  }
+
+  private static long head(Connection c, String target) throws SQLException {
+    try (PreparedStatement ps = prepared(c, "SELECT next_seq FROM seqs WHERE target_pubkey = ?", target);
+        ResultSet rs = ps.executeQuery()) {
+      return rs.next() ? rs.getLong(1) - 1 : 0;
+    }
+  }
+
+  @Override
+  public Future<Long> headSeq(String target) {
+    return read(c -> head(c, target));
+  }
+
+  @Override
+  public Future<QueueStats> queueStats() {
+    return read(c -> {
+      try (PreparedStatement ps = prepared(c, "SELECT coalesce(sum(items), 0), coalesce(sum(bytes), 0),"
+          + " coalesce(max(items), 0), coalesce(max(bytes), 0) FROM queue_usage"); ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return new QueueStats(rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(4));
+      }
+    });
+  }
+
+  @Override
+  public Future<Void> probe() {
+    return read(c -> {
+      try (PreparedStatement ps = prepared(c, "SELECT 1"); ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return null;
+      }
+    });
+  }
+
+  @Override
+  public Future<Optional<EncAds>> encAds(String hostPubkey) {
+    return read(c -> {
+      try (PreparedStatement ps = prepared(c, "SELECT e.host_name, e.host_pubkey, a.enc_pub, a.sig, r.record, r.sig"
+          + " FROM enrolments e LEFT JOIN enc_ads a ON a.host_pubkey = e.host_pubkey"
+          + " LEFT JOIN enc_ad_records r ON r.host_pubkey = e.host_pubkey"
+          + " WHERE e.host_pubkey = ? AND e.revoked_at IS NULL", hostPubkey); ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return Optional.<EncAds>empty();
+        }
+        return Optional.of(new EncAds(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4),
+            rs.getString(5), rs.getString(6)));
+      }
+    });
+  }
+
+  @Override
+  public Future<List<DenyEntry>> denyList() {
+    return read(c -> {
+      try (PreparedStatement ps = prepared(c, "SELECT kind, value, note, added_at FROM deny_list"
+          + " ORDER BY added_at, kind, value"); ResultSet rs = ps.executeQuery()) {
+        List<DenyEntry> out = new ArrayList<>();
+        while (rs.next()) {
+          out.add(new DenyEntry(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4)));
+        }
+        return out;
+      }
+    });
+  }
+
+  @Override
+  public void close() {
+    readers.close();
+  }
+}
