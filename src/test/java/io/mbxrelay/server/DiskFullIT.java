@@ -38,6 +38,12 @@ import org.junit.jupiter.api.io.TempDir;
 class DiskFullIT {
   private static final long MIB = 1L << 20;
 
+  /**
+   * 3 MiB of 12 KB items is about 125 pushes per sender, above the default 120 pushes a minute: without a higher rate a
+   * sender could be answered 429 before the disk fills (seen on a loaded machine).
+   */
+  private static final String PUSH_RATE = "MBX_RELAY_LIMITS_PUSH_REQUESTS_PER_MINUTE";
+
   /** What one push got: HTTP status and the item status or error text. */
   private record Answer(int status, String text) {}
 
@@ -127,7 +133,7 @@ class DiskFullIT {
       @TempDir Path tmp) throws Exception {
     try (Tmpfs fs = Tmpfs.mount(tmp, "24m")) {
       Path dir = fs.dir.resolve("store");
-      Map<String, String> env = Map.of("MBX_RELAY_STORE_MIN_FREE_BYTES", Long.toString(4 * MIB));
+      Map<String, String> env = Map.of("MBX_RELAY_STORE_MIN_FREE_BYTES", Long.toString(4 * MIB), PUSH_RATE, "100000");
       try (ChildRelay relay = ChildRelay.start(dir, env)) {
         TestHost target = new TestHost(relay.url(), "target").enrol();
         List<TestHost> senders = List.of(new TestHost(relay.url(), "s1").enrol(),
@@ -177,7 +183,8 @@ class DiskFullIT {
       @TempDir Path tmp) throws Exception {
     try (Tmpfs fs = Tmpfs.mount(tmp, "24m")) {
       Path dir = fs.dir.resolve("store");
-      try (ChildRelay relay = ChildRelay.start(dir, Map.of("MBX_RELAY_STORE_MIN_FREE_BYTES", "0"))) {
+      Map<String, String> env = Map.of("MBX_RELAY_STORE_MIN_FREE_BYTES", "0", PUSH_RATE, "100000");
+      try (ChildRelay relay = ChildRelay.start(dir, env)) {
         TestHost target = new TestHost(relay.url(), "target").enrol();
         List<TestHost> senders = List.of(new TestHost(relay.url(), "s1").enrol(),
             new TestHost(relay.url(), "s2").enrol());
