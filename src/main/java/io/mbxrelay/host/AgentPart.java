@@ -7,6 +7,8 @@ abstract class AgentPart {
 
   final AgentContext ctx;
   final HostStore store;
+  /** Typed SQL on the relay and position rows. */
+  final RelayRows relays;
   final Ed25519KeyPair key;
   final String url;
   final HostAgent.Options options;
@@ -14,6 +16,7 @@ abstract class AgentPart {
   AgentPart(AgentContext ctx) {
     this.ctx = ctx;
     this.store = ctx.store;
+    this.relays = new RelayRows(ctx.store);
     this.key = ctx.key;
     this.url = ctx.url;
     this.options = ctx.options;

@@ -43,8 +43,7 @@ final class RelaySession extends AgentPart {
       throw new TickStop("relay-key-changed", "relay key changed (pinned " + Fingerprint.ofB64(st.get().relayPubkey())
           + ", presented " + Fingerprint.ofB64(st.get().presentedPubkey()) + "): relay unused until confirmed");
     }
-    long sessionNext = store.one("SELECT session_next_at FROM relays WHERE url=?", rs -> rs.getLong(1), url)
-        .orElse(0L);
+    long sessionNext = relays.sessionNextAt(url);
     if (sessionNext > now()) {
       throw new TickStop("backoff", null);
     }
@@ -52,17 +51,14 @@ final class RelaySession extends AgentPart {
     RelayInfo info = info(t, relayPub);
     relayPullWait = info.pullWaitMaxSeconds();
     sessionRelayPub = relayPub;
-    store.update("UPDATE relays SET retention_days=?, max_batch=?, max_pull=? WHERE url=?",
-        info.limits().retentionDays() > 0 ? info.limits().retentionDays() : 14,
+    relays.setLimits(url, info.limits().retentionDays() > 0 ? info.limits().retentionDays() : 14,
         info.limits().maxBatch() > 0 ? info.limits().maxBatch() : 200,
-        info.limits().maxPull() > 0 ? info.limits().maxPull() : 500, url);
+        info.limits().maxPull() > 0 ? info.limits().maxPull() : 500);
     String stored = st.get().epoch();
     if (stored == null) {
       store.tx(c -> {
-        store.update("UPDATE relays SET epoch=? WHERE url=?", info.epoch(), url);
-        store.update("INSERT INTO positions(relay, epoch, received_through, acked_through) VALUES(?, ?, 0, 0)"
-            + " ON CONFLICT(relay) DO UPDATE SET epoch=excluded.epoch, received_through=0, acked_through=0", url,
-            info.epoch());
+        relays.setEpoch(url, info.epoch());
+        relays.resetPosition(url, info.epoch());
         return null;
       });
     } else if (!stored.equals(info.epoch())) {
@@ -71,7 +67,7 @@ final class RelaySession extends AgentPart {
     boolean enrolled = info.you().map(y -> key.publicKeyB64().equals(y.pubkey())).orElse(false);
     String cache = url + "|" + relayPub + "|" + info.epoch() + "|" + key.publicKeyB64();
     if (enrolled) {
-      store.update("UPDATE relays SET enrolled_cache=?, enrol_failures=0 WHERE url=?", cache, url);
+      relays.markEnrolled(url, cache);
     } else {
       enrol(t, relayPub, cache);
     }
@@ -153,14 +149,14 @@ final class RelaySession extends AgentPart {
   }
 
   private TickStop sessionFailure(String session, String note, long capMs) throws SQLException {
-    int failures = store.one("SELECT session_failures FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(0) + 1;
+    int failures = relays.sessionFailures(url) + 1;
     long delay = ctx.backoff(250, capMs, failures);
-    store.update("UPDATE relays SET session_failures=?, session_next_at=? WHERE url=?", failures, now() + delay, url);
+    relays.setSessionBackoff(url, failures, now() + delay);
     return new TickStop(session, note + " (next try in " + delay + " ms)");
   }
 
   private void enrol(TickState t, String relayPub, String cache) throws Exception {
-    long next = store.one("SELECT enrol_next_at FROM relays WHERE url=?", rs -> rs.getLong(1), url).orElse(0L);
+    long next = relays.enrolNextAt(url);
     if (next > now()) {
       throw new TickStop("enrol-failed", "not enrolled and enrolment is backing off after a failure");
     }
@@ -171,7 +167,7 @@ final class RelaySession extends AgentPart {
       throw sessionFailure("unreachable", "relay unreachable while enrolling: " + e.getMessage(), 30_000);
     }
     if (r instanceof EnrolResult.Enrolled) {
-      store.update("UPDATE relays SET enrolled_cache=?, allowlist_digest=NULL WHERE url=?", cache, url);
+      relays.markFreshlyEnrolled(url, cache);
       t.freshEnrol = true;
       t.notes.add("enrolled on " + url);
       return;
@@ -181,16 +177,15 @@ final class RelaySession extends AgentPart {
   }
 
   private void enrolFailure(TickState t, String why) throws Exception {
-    int n = store.one("SELECT enrol_failures FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(0) + 1;
+    int n = relays.enrolFailures(url) + 1;
     long delay = Math.min(3_600_000L, 60_000L << Math.min(6, n - 1));
-    store.update("UPDATE relays SET enrol_failures=?, enrol_next_at=?, enrolled_cache=NULL WHERE url=?", n,
-        now() + delay, url);
+    relays.setEnrolBackoff(url, n, now() + delay);
     throw new TickStop("enrol-failed", why + " (permanent until fixed; next enrolment try in " + delay / 1000 + " s)");
   }
 
   /** Any 401: the enrolled cache goes; right after a fresh enrolment it is permanent (backoff), else re-enrol. */
   void on401(TickState t, String relayPub, String what) throws Exception {
-    store.update("UPDATE relays SET enrolled_cache=NULL WHERE url=?", url);
+    relays.clearEnrolled(url);
     if (t.freshEnrol) {
       enrolFailure(t, what + " answered 401 right after a fresh enrolment (clock skew?)");
     }
@@ -203,8 +198,7 @@ final class RelaySession extends AgentPart {
       return;
     }
     String digest = Hashes.sha256Hex(String.join("\n", peers).getBytes(StandardCharsets.UTF_8));
-    Optional<String[]> st = store.one("SELECT allowlist_digest, allowlist_next_at FROM relays WHERE url=?",
-        rs -> new String[] {rs.getString(1), Long.toString(rs.getLong(2))}, url);
+    Optional<String[]> st = relays.allowlistState(url);
     if (st.isEmpty() || digest.equals(st.get()[0]) || Long.parseLong(st.get()[1]) > now()) {
       return;
     }
@@ -216,13 +210,13 @@ final class RelaySession extends AgentPart {
       return;
     }
     if (r instanceof SendersResult.Published || (r instanceof Refused f && f.status() == 409)) {
-      store.update("UPDATE relays SET allowlist_digest=? WHERE url=?", digest, url);
+      relays.setAllowlistDigest(url, digest);
       t.notes.add("allowlist published (" + peers.size() + " peer(s))");
     } else if (r instanceof Refused f && f.status() == 404) {
-      store.update("UPDATE relays SET allowlist_next_at=? WHERE url=?", now() + 3_600_000L, url);
+      relays.setAllowlistNextAt(url, now() + 3_600_000L);
       t.notes.add("relay does not support sender allowlists yet (404); retried in 1 h");
     } else {
-      store.update("UPDATE relays SET allowlist_next_at=? WHERE url=?", now() + 600_000L, url);
+      relays.setAllowlistNextAt(url, now() + 600_000L);
       t.notes.add("allowlist refused: " + (r instanceof Refused f ? f.status() + " " + f.error() : "bad answer"));
     }
   }
@@ -234,13 +228,9 @@ final class RelaySession extends AgentPart {
     }
     t.epochChanged = true;
     int n = store.tx(c -> {
-      int rows = store.update("UPDATE outbox SET state='repush', next_at=?, attempts=2 WHERE relay=? AND"
-          + " kind='envelope' AND state IN ('relay-accepted', 'repush')", now(), url);
-      store.update("UPDATE relays SET epoch=?, enrolled_cache=NULL, allowlist_digest=NULL WHERE url=?", newEpoch,
-          url);
-      store.update("INSERT INTO positions(relay, epoch, received_through, acked_through) VALUES(?, ?, 0, 0)"
-          + " ON CONFLICT(relay) DO UPDATE SET epoch=excluded.epoch, received_through=0, acked_through=0", url,
-          newEpoch);
+      int rows = relays.requeueAccepted(url, now());
+      relays.changeEpoch(url, newEpoch);
+      relays.resetPosition(url, newEpoch);
       return rows;
     });
     t.notes.add(why + ": " + n + " row(s) back in the outbox for re-push, receive position reset to 0");
