@@ -188,21 +188,21 @@ public final class HostAgent implements AutoCloseable {
         return new PinOutcome.Mismatch(exp, presented);
       }
     }
+    RelayRows relays = new RelayRows(store);
     synchronized (store) {
       return store.tx(c -> {
         Optional<HostStore.RelayState> st = store.relay(u);
         if (st.isEmpty()) {
-          store.update("INSERT INTO relays(url, relay_pubkey, pinned_at) VALUES(?, ?, ?)", u, presentedPubkey, nowMs);
+          relays.insertPin(u, presentedPubkey, nowMs);
           return new PinOutcome.Pinned(presented, expectedFingerprint == null, null);
         }
         String pinned = st.get().relayPubkey();
         if (pinned.equals(presentedPubkey)) {
-          store.update("UPDATE relays SET presented_pubkey=NULL, presented_at=NULL WHERE url=?", u);
+          relays.clearPresented(u);
           return new PinOutcome.Unchanged(presented);
         }
         if (confirm || expectedFingerprint != null) {
-          store.update("UPDATE relays SET relay_pubkey=?, pinned_at=?, presented_pubkey=NULL, presented_at=NULL,"
-              + " enrolled_cache=NULL, allowlist_digest=NULL WHERE url=?", presentedPubkey, nowMs, u);
+          relays.repin(u, presentedPubkey, nowMs);
           return new PinOutcome.Pinned(presented, false, Fingerprint.ofB64(pinned));
         }
         recordKeyChange(store, u, pinned, presentedPubkey, nowMs);
@@ -214,8 +214,7 @@ public final class HostAgent implements AutoCloseable {
   /** Records that the relay presents another key than the pinned one (an alert once per presented key). */
   static void recordKeyChange(HostStore store, String u, String pinned, String presented, long nowMs)
       throws SQLException {
-    int n = store.update("UPDATE relays SET presented_pubkey=?, presented_at=? WHERE url=? AND"
-        + " (presented_pubkey IS NULL OR presented_pubkey<>?)", presented, nowMs, u, presented);
+    int n = new RelayRows(store).recordPresented(u, presented, nowMs);
     if (n > 0) {
       store.update("INSERT INTO alerts(at, kind, relay, text) VALUES(?, 'relay-key-changed', ?, ?)", nowMs, u,
           "relay key changed for " + u + ": pinned " + Fingerprint.ofB64(pinned) + ", the relay presents "
@@ -471,15 +470,14 @@ public final class HostAgent implements AutoCloseable {
         outbox.sealWaiting(t, relayPub2);
         outbox.pushDue(t, relayPub2);
         inbox.pullAll(t, relayPub2, pre != null && relayPub2.equals(relayPub) ? pre : null);
-        store.update("UPDATE relays SET last_error=NULL, last_ok_at=?, session_failures=0 WHERE url=?", ctx.now(),
-            url);
+        session.relays.markOk(url, ctx.now());
       } catch (TickStop s) {
         t.session = s.session;
         if (s.getMessage() != null) {
           t.notes.add(s.getMessage());
         }
         if (!s.session.equals("backoff") && !s.session.equals("no-pin")) {
-          store.update("UPDATE relays SET last_error=? WHERE url=?", s.getMessage(), url);
+          session.relays.setLastError(url, s.getMessage());
         }
       }
       return report(t);

@@ -108,4 +108,36 @@ final class RelayRows {
   void changeEpoch(String url, String epoch) throws SQLException {
     store.update("UPDATE relays SET epoch=?, enrolled_cache=NULL, allowlist_digest=NULL WHERE url=?", epoch, url);
   }
+
+  /** Pins a first relay key ({@code relays} row created) at epoch ms {@code nowMs}. */
+  void insertPin(String url, String relayPubkey, long nowMs) throws SQLException {
+    store.update("INSERT INTO relays(url, relay_pubkey, pinned_at) VALUES(?, ?, ?)", url, relayPubkey, nowMs);
+  }
+
+  /** Forgets a presented (unconfirmed) relay key: the relay presents the pinned one again. */
+  void clearPresented(String url) throws SQLException {
+    store.update("UPDATE relays SET presented_pubkey=NULL, presented_at=NULL WHERE url=?", url);
+  }
+
+  /** Pins another relay key; the presented key, the enrolled cache and the allowlist digest go. */
+  void repin(String url, String relayPubkey, long nowMs) throws SQLException {
+    store.update("UPDATE relays SET relay_pubkey=?, pinned_at=?, presented_pubkey=NULL, presented_at=NULL,"
+        + " enrolled_cache=NULL, allowlist_digest=NULL WHERE url=?", relayPubkey, nowMs, url);
+  }
+
+  /** Records a presented key other than the pinned one; returns 0 when that key was already recorded. */
+  int recordPresented(String url, String presented, long nowMs) throws SQLException {
+    return store.update("UPDATE relays SET presented_pubkey=?, presented_at=? WHERE url=? AND"
+        + " (presented_pubkey IS NULL OR presented_pubkey<>?)", presented, nowMs, url, presented);
+  }
+
+  /** Records a tick that got through: no last error, last success at {@code nowMs}, session failures reset. */
+  void markOk(String url, long nowMs) throws SQLException {
+    store.update("UPDATE relays SET last_error=NULL, last_ok_at=?, session_failures=0 WHERE url=?", nowMs, url);
+  }
+
+  /** Records the last relay problem (nullable text). */
+  void setLastError(String url, String error) throws SQLException {
+    store.update("UPDATE relays SET last_error=? WHERE url=?", error, url);
+  }
 }
