@@ -9,6 +9,8 @@ abstract class AgentPart {
   final HostStore store;
   /** Typed SQL on the relay and position rows. */
   final RelayRows relays;
+  /** Typed SQL on the outbox and draft rows. */
+  final OutboxRows rows;
   final Ed25519KeyPair key;
   final String url;
   final HostAgent.Options options;
@@ -17,6 +19,7 @@ abstract class AgentPart {
     this.ctx = ctx;
     this.store = ctx.store;
     this.relays = new RelayRows(ctx.store);
+    this.rows = new OutboxRows(ctx.store);
     this.key = ctx.key;
     this.url = ctx.url;
     this.options = ctx.options;

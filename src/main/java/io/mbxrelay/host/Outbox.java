@@ -70,9 +70,8 @@ final class Outbox extends AgentPart {
           insertOutbox(id, targetPubkey, seal(plain, k.encPub()));
           return new HostAgent.Queued(id, true);
         }
-        store.update("INSERT INTO drafts(relay, msg_id, target_pubkey, envelope, last_error, next_at, created_at)"
-            + " VALUES(?, ?, ?, ?, ?, ?, ?)", url, id, targetPubkey, Json.stringify(plain),
-            "waiting for the peer's encryption key (looked up on the next tick)", now, now);
+        rows.insertDraft(url, id, targetPubkey, Json.stringify(plain),
+            "waiting for the peer's encryption key (looked up on the next tick)", now);
         return new HostAgent.Queued(id, false);
       });
     }
@@ -89,9 +88,7 @@ final class Outbox extends AgentPart {
 
   private void insertOutbox(String msgId, String targetPubkey, byte[] wire) throws SQLException {
     long now = now();
-    store.update("INSERT INTO outbox(relay, kind, item_id, msg_id, target_pubkey, wire, wire_hash, state,"
-        + " next_at, created_at) VALUES(?, 'envelope', ?, ?, ?, ?, ?, 'pending', ?, ?)", url, msgId, msgId,
-        targetPubkey, wire, Hashes.sha256Hex(wire), now, now);
+    rows.insertEnvelope(url, msgId, targetPubkey, wire, Hashes.sha256Hex(wire), now);
   }
 
   /** Whether the bytes are an envelope object whose {@code enc} is null, i.e. with a readable body. */
@@ -125,8 +122,7 @@ final class Outbox extends AgentPart {
         if (!store.isPeer(targetPubkey)) {
           throw new IllegalArgumentException("target is not an accepted peer: add it first");
         }
-        Optional<String> existing = store.one("SELECT wire_hash FROM outbox WHERE relay=? AND item_id=? AND"
-            + " target_pubkey=?", rs -> rs.getString(1), url, msgId, targetPubkey);
+        Optional<String> existing = rows.wireHash(url, msgId, targetPubkey);
         if (existing.isPresent()) {
           return existing.get().equals(hash) ? HostAgent.SendOutcome.ALREADY_QUEUED : HostAgent.SendOutcome.CONFLICT;
         }
@@ -152,8 +148,7 @@ final class Outbox extends AgentPart {
   }
 
   int settle(String msgId, String target) throws SQLException {
-    return store.update("UPDATE outbox SET state='settled', done_at=? WHERE kind='envelope' AND msg_id=? AND"
-        + " target_pubkey=? AND state<>'settled'", now(), msgId, target);
+    return rows.markSettled(msgId, target, now());
   }
 
   /**
@@ -162,10 +157,8 @@ final class Outbox extends AgentPart {
    * (the new relay may not hold them; dedup absorbs it when it does). Never silently gone (issue: host side).
    */
   void adoptRowsOfOtherRelays(TickState t) throws SQLException {
-    int moved = store.update("UPDATE OR IGNORE outbox SET relay=?, next_at=?, state=CASE WHEN state='relay-accepted'"
-        + " THEN 'repush' ELSE state END WHERE relay<>? AND state IN ('pending', 'repush', 'relay-accepted')",
-        url, now(), url);
-    moved += store.update("UPDATE drafts SET relay=?, next_at=? WHERE relay<>?", url, now(), url);
+    int moved = rows.adoptOutboxRows(url, now());
+    moved += rows.adoptDrafts(url, now());
     if (moved > 0) {
       t.notes.add(moved + " outbox row(s) queued for another relay URL moved to " + url);
     }
@@ -175,18 +168,16 @@ final class Outbox extends AgentPart {
   void checkDeadlines(TickState t) throws SQLException {
     long now = now();
     Map<String, String> peers = store.peers();
-    for (HostStore.OutboxRow r : store.query("SELECT * FROM outbox WHERE relay=? AND kind='envelope' AND state IN"
-        + " ('relay-accepted', 'repush') AND deadline_at IS NOT NULL AND deadline_at<=?", HostStore.OUTBOX, url, now)) {
+    for (HostStore.OutboxRow r : rows.pastDeadline(url, now)) {
       String name = peers.getOrDefault(r.targetPubkey(), Fingerprint.ofB64(r.targetPubkey()));
-      boolean everReceipt = store.one("SELECT 1 FROM peer_receipts WHERE host_pubkey=?", rs -> 1, r.targetPubkey())
-          .isPresent();
+      boolean everReceipt = rows.everReceiptFrom(r.targetPubkey());
       String text = everReceipt
           ? "Undelivered/unconfirmed to " + name + ": no delivery receipt for message " + r.msgId()
               + " by its deadline"
           : "Unconfirmed to " + name + ": no delivery confirmation for message " + r.msgId()
               + " (that host never sent a delivery receipt; it may be older than 0.5.3)";
       store.tx(c -> {
-        store.update("UPDATE outbox SET state='unconfirmed', done_at=? WHERE id=?", now, r.id());
+        rows.markUnconfirmed(r.id(), now);
         ctx.alert("unconfirmed", r.targetPubkey(), r.itemId(), text);
         return null;
       });
@@ -194,13 +185,12 @@ final class Outbox extends AgentPart {
     }
     int retention = store.retentionDays(url);
     long limit = now - retention * DAY_MS - GRACE_MS;
-    for (HostStore.OutboxRow r : store.query("SELECT * FROM outbox WHERE relay=? AND kind='envelope' AND"
-        + " state='pending' AND created_at<=?", HostStore.OUTBOX, url, limit)) {
+    for (HostStore.OutboxRow r : rows.pendingCreatedBy(url, limit)) {
       String name = peers.getOrDefault(r.targetPubkey(), Fingerprint.ofB64(r.targetPubkey()));
       String text = "Undelivered to " + name + ": the relay never accepted message " + r.msgId()
           + " (last problem: " + r.lastError() + ")";
       store.tx(c -> {
-        store.update("UPDATE outbox SET state='undelivered', done_at=? WHERE id=?", now, r.id());
+        rows.markUndelivered(r.id(), now);
         ctx.alert("undelivered", r.targetPubkey(), r.itemId(), text);
         return null;
       });
@@ -216,12 +206,10 @@ final class Outbox extends AgentPart {
    */
   void sealWaiting(TickState t, String relayPub) throws Exception {
     int maxBatch = store.maxBatch(url);
-    List<String[]> rows = store.query("SELECT id, msg_id, target_pubkey, envelope, attempts FROM drafts WHERE relay=?"
-        + " AND next_at<=? ORDER BY id LIMIT ?", rs -> new String[] {rs.getString(1), rs.getString(2), rs.getString(3),
-            rs.getString(4), rs.getString(5)}, url, now(), maxBatch);
+    List<String[]> drafts = rows.draftsDue(url, now(), maxBatch);
     Map<String, PeerEncKeys.Resolution> keys = new java.util.HashMap<>();
     int sealed = 0;
-    for (String[] r : rows) {
+    for (String[] r : drafts) {
       String target = r[2];
       PeerEncKeys.Resolution k = keys.get(target);
       if (k == null) {
@@ -233,15 +221,14 @@ final class Outbox extends AgentPart {
         byte[] wire = seal(plain, k.encPub());
         store.tx(c -> {
           insertOutbox(r[1], target, wire);
-          store.update("DELETE FROM drafts WHERE id=?", Long.parseLong(r[0]));
+          rows.deleteDraft(Long.parseLong(r[0]));
           return null;
         });
         sealed++;
       } else {
         String why = k.why();
         long delay = ctx.backoff(5_000, 900_000, Integer.parseInt(r[4]) + 1);
-        store.update("UPDATE drafts SET attempts=attempts+1, next_at=?, last_error=? WHERE id=?", now() + delay, why,
-            Long.parseLong(r[0]));
+        rows.deferDraft(Long.parseLong(r[0]), now() + delay, why);
         t.notes.add("message " + r[1] + " to " + store.peers().getOrDefault(target, Fingerprint.ofB64(target))
             + " still waiting: " + why);
       }
@@ -285,26 +272,25 @@ final class Outbox extends AgentPart {
 
   void pushDue(TickState t, String relayPub) throws Exception {
     int maxBatch = store.maxBatch(url);
-    List<HostStore.OutboxRow> rows = store.query("SELECT * FROM outbox WHERE relay=? AND state IN ('pending',"
-        + " 'repush') AND next_at<=? ORDER BY id LIMIT ?", HostStore.OUTBOX, url, now(), maxBatch);
-    if (rows.isEmpty()) {
+    List<HostStore.OutboxRow> due = this.rows.outboxDue(url, now(), maxBatch);
+    if (due.isEmpty()) {
       return;
     }
-    List<PushItem> items = new ArrayList<>(rows.size());
-    for (HostStore.OutboxRow r : rows) {
-      byte[] wire = store.one("SELECT wire FROM outbox WHERE id=?", rs -> rs.getBytes(1), r.id()).orElseThrow();
+    List<PushItem> items = new ArrayList<>(due.size());
+    for (HostStore.OutboxRow r : due) {
+      byte[] wire = this.rows.wire(r.id()).orElseThrow();
       items.add(new PushItem(r.kind(), r.itemId(), List.of(new PushItem.Target(r.targetPubkey(), wire))));
     }
     PushResult res;
     try {
       res = ctx.transport(relayPub).push(items);
     } catch (RelayUnreachable e) {
-      keepPending(t, rows, "push outcome unknown (" + e.getMessage() + "); same bytes retried");
+      keepPending(t, due, "push outcome unknown (" + e.getMessage() + "); same bytes retried");
       return;
     }
     options.hook().at("push-answered-before-record");
     if (res instanceof Refused f && f.status() == 401) {
-      keepPending(t, rows, "push refused: 401 " + f.error());
+      keepPending(t, due, "push refused: 401 " + f.error());
       session.on401(t, relayPub, "push");
       return;
     }
@@ -312,23 +298,24 @@ final class Outbox extends AgentPart {
       String why = res instanceof Refused f ? "push refused: " + f.status() + " " + f.error()
           + (RelaySession.transient_(f.status()) ? "" : " (permanent)")
           : res instanceof BadAnswer b ? "push answer not usable: " + b.why() : "relay key changed";
-      keepPending(t, rows, why);
+      keepPending(t, due, why);
       return;
     }
-    String currentEpoch = store.one("SELECT epoch FROM relays WHERE url=?", rs -> rs.getString(1), url).orElse("");
+    String currentEpoch = relays.epoch(url).orElse("");
     String seenEpoch = null;
-    for (int i = 0; i < rows.size(); i++) {
-      HostStore.OutboxRow r = rows.get(i);
+    for (int i = 0; i < due.size(); i++) {
+      HostStore.OutboxRow r = due.get(i);
       ItemOutcome o = pushed.items().get(i);
       if (o instanceof ItemOutcome.Accepted a) {
         long acceptedAt = IsoTime.parse(a.at()).orElse(now());
         int retention = store.retentionDays(url);
         long deadline = r.deadlineAt() != null ? r.deadlineAt() : acceptedAt + retention * DAY_MS + GRACE_MS;
         String state = r.kind().equals("envelope") ? "relay-accepted" : "sent";
-        store.tx(c -> store.update("UPDATE outbox SET state=?, seq=?, epoch=?, accept=?, accept_sig=?,"
-            + " accepted_at=?, deadline_at=?, last_error=? WHERE id=? AND state IN ('pending', 'repush')", state,
-            a.targets().get(0).seq(), a.epoch(), Json.stringify(a.accept()), a.sig(), acceptedAt, deadline,
-            a.duplicate() ? "duplicate" : null, r.id()));
+        store.tx(c -> {
+          this.rows.markAccepted(r.id(), state, a.targets().get(0).seq(), a.epoch(), Json.stringify(a.accept()),
+              a.sig(), acceptedAt, deadline, a.duplicate() ? "duplicate" : null);
+          return null;
+        });
         t.accepted++;
         if (!a.epoch().equals(currentEpoch)) {
           seenEpoch = a.epoch();
@@ -348,8 +335,7 @@ final class Outbox extends AgentPart {
     store.tx(c -> {
       for (HostStore.OutboxRow r : rows) {
         long delay = ctx.backoff(1_000, 900_000, r.attempts() + 1);
-        store.update("UPDATE outbox SET attempts=attempts+1, next_at=?, last_error=? WHERE id=?", now() + delay,
-            why, r.id());
+        this.rows.deferRow(r.id(), now() + delay, why);
       }
       return null;
     });

@@ -140,4 +140,9 @@ final class RelayRows {
   void setLastError(String url, String error) throws SQLException {
     store.update("UPDATE relays SET last_error=? WHERE url=?", error, url);
   }
+
+  /** The stored relay epoch; empty when the row is missing or no epoch is stored yet. */
+  Optional<String> epoch(String url) throws SQLException {
+    return store.one("SELECT epoch FROM relays WHERE url=?", rs -> rs.getString(1), url);
+  }
 }

@@ -1,0 +1,126 @@
+package io.mbxrelay.host;
+
+import java.sql.SQLException;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Typed SQL on the host store's {@code outbox} and {@code drafts} tables (docs/host-library.md). Each method is one
+ * statement on the store's connection: the caller holds the store lock and, where several must commit together,
+ * runs them inside one {@link HostStore#tx}. Times are epoch ms.
+ */
+final class OutboxRows {
+
+  private final HostStore store;
+
+  OutboxRows(HostStore store) {
+    this.store = store;
+  }
+
+  /** Queues a message waiting for its peer's encryption key (plaintext envelope JSON, never sent as is). */
+  void insertDraft(String relay, String msgId, String targetPubkey, String envelopeJson, String lastError, long now)
+      throws SQLException {
+    store.update("INSERT INTO drafts(relay, msg_id, target_pubkey, envelope, last_error, next_at, created_at)"
+        + " VALUES(?, ?, ?, ?, ?, ?, ?)", relay, msgId, targetPubkey, envelopeJson, lastError, now, now);
+  }
+
+  /** Queues a sealed envelope as {@code pending}, due now ({@code wireHash}: SHA-256 hex of {@code wire}). */
+  void insertEnvelope(String relay, String msgId, String targetPubkey, byte[] wire, String wireHash, long now)
+      throws SQLException {
+    store.update("INSERT INTO outbox(relay, kind, item_id, msg_id, target_pubkey, wire, wire_hash, state,"
+        + " next_at, created_at) VALUES(?, 'envelope', ?, ?, ?, ?, ?, 'pending', ?, ?)", relay, msgId, msgId,
+        targetPubkey, wire, wireHash, now, now);
+  }
+
+  /** The wire hash of an already queued item with this id for this target; empty when none. */
+  Optional<String> wireHash(String relay, String itemId, String targetPubkey) throws SQLException {
+    return store.one("SELECT wire_hash FROM outbox WHERE relay=? AND item_id=? AND target_pubkey=?",
+        rs -> rs.getString(1), relay, itemId, targetPubkey);
+  }
+
+  /** Settles a message's envelope rows for one target; returns the rows changed. */
+  int markSettled(String msgId, String targetPubkey, long now) throws SQLException {
+    return store.update("UPDATE outbox SET state='settled', done_at=? WHERE kind='envelope' AND msg_id=? AND"
+        + " target_pubkey=? AND state<>'settled'", now, msgId, targetPubkey);
+  }
+
+  /** Moves live outbox rows of other relay URLs to {@code relay} (relay-accepted ones to re-push); returns count. */
+  int adoptOutboxRows(String relay, long now) throws SQLException {
+    return store.update("UPDATE OR IGNORE outbox SET relay=?, next_at=?, state=CASE WHEN state='relay-accepted'"
+        + " THEN 'repush' ELSE state END WHERE relay<>? AND state IN ('pending', 'repush', 'relay-accepted')",
+        relay, now, relay);
+  }
+
+  /** Moves drafts of other relay URLs to {@code relay}, due now; returns count. */
+  int adoptDrafts(String relay, long now) throws SQLException {
+    return store.update("UPDATE drafts SET relay=?, next_at=? WHERE relay<>?", relay, now, relay);
+  }
+
+  /** Accepted (or re-push) envelopes whose deadline has passed at {@code now}. */
+  List<HostStore.OutboxRow> pastDeadline(String relay, long now) throws SQLException {
+    return store.query("SELECT * FROM outbox WHERE relay=? AND kind='envelope' AND state IN"
+        + " ('relay-accepted', 'repush') AND deadline_at IS NOT NULL AND deadline_at<=?", HostStore.OUTBOX, relay, now);
+  }
+
+  /** Whether the peer ever sent a delivery receipt. */
+  boolean everReceiptFrom(String hostPubkey) throws SQLException {
+    return store.one("SELECT 1 FROM peer_receipts WHERE host_pubkey=?", rs -> 1, hostPubkey).isPresent();
+  }
+
+  /** Marks a row {@code unconfirmed} (deadline passed without a receipt). */
+  void markUnconfirmed(long id, long now) throws SQLException {
+    store.update("UPDATE outbox SET state='unconfirmed', done_at=? WHERE id=?", now, id);
+  }
+
+  /** Pending envelopes created at or before {@code createdBefore} (never accepted within the retention). */
+  List<HostStore.OutboxRow> pendingCreatedBy(String relay, long createdBefore) throws SQLException {
+    return store.query("SELECT * FROM outbox WHERE relay=? AND kind='envelope' AND"
+        + " state='pending' AND created_at<=?", HostStore.OUTBOX, relay, createdBefore);
+  }
+
+  /** Marks a row {@code undelivered} (the relay never accepted it). */
+  void markUndelivered(long id, long now) throws SQLException {
+    store.update("UPDATE outbox SET state='undelivered', done_at=? WHERE id=?", now, id);
+  }
+
+  /** Due drafts, oldest first, at most {@code limit}: {@code [id, msg_id, target_pubkey, envelope, attempts]}. */
+  List<String[]> draftsDue(String relay, long now, int limit) throws SQLException {
+    return store.query("SELECT id, msg_id, target_pubkey, envelope, attempts FROM drafts WHERE relay=?"
+        + " AND next_at<=? ORDER BY id LIMIT ?", rs -> new String[] {rs.getString(1), rs.getString(2), rs.getString(3),
+            rs.getString(4), rs.getString(5)}, relay, now, limit);
+  }
+
+  /** Deletes a draft (it was sealed into the outbox). */
+  void deleteDraft(long id) throws SQLException {
+    store.update("DELETE FROM drafts WHERE id=?", id);
+  }
+
+  /** Backs a draft off: one more attempt, next try at {@code nextAt}, with the reason. */
+  void deferDraft(long id, long nextAt, String why) throws SQLException {
+    store.update("UPDATE drafts SET attempts=attempts+1, next_at=?, last_error=? WHERE id=?", nextAt, why, id);
+  }
+
+  /** Rows due for a push at {@code now} (pending or re-push), oldest first, at most {@code limit}. */
+  List<HostStore.OutboxRow> outboxDue(String relay, long now, int limit) throws SQLException {
+    return store.query("SELECT * FROM outbox WHERE relay=? AND state IN ('pending',"
+        + " 'repush') AND next_at<=? ORDER BY id LIMIT ?", HostStore.OUTBOX, relay, now, limit);
+  }
+
+  /** The stored wire bytes of a row; empty when the row is gone. */
+  Optional<byte[]> wire(long id) throws SQLException {
+    return store.one("SELECT wire FROM outbox WHERE id=?", rs -> rs.getBytes(1), id);
+  }
+
+  /** Records a relay accept on a pending or re-push row (state {@code relay-accepted} or {@code sent}). */
+  void markAccepted(long id, String state, long seq, String epoch, String acceptJson, String acceptSig,
+      long acceptedAt, long deadlineAt, String lastError) throws SQLException {
+    store.update("UPDATE outbox SET state=?, seq=?, epoch=?, accept=?, accept_sig=?,"
+        + " accepted_at=?, deadline_at=?, last_error=? WHERE id=? AND state IN ('pending', 'repush')", state, seq,
+        epoch, acceptJson, acceptSig, acceptedAt, deadlineAt, lastError, id);
+  }
+
+  /** Keeps a row pending: one more attempt, next try at {@code nextAt}, with the reason. */
+  void deferRow(long id, long nextAt, String why) throws SQLException {
+    store.update("UPDATE outbox SET attempts=attempts+1, next_at=?, last_error=? WHERE id=?", nextAt, why, id);
+  }
+}
