@@ -11,6 +11,8 @@ abstract class AgentPart {
   final RelayRows relays;
   /** Typed SQL on the outbox and draft rows. */
   final OutboxRows rows;
+  /** Typed SQL on the receive side (positions, quarantine, received, peer receipts). */
+  final InboxRows inRows;
   final Ed25519KeyPair key;
   final String url;
   final HostAgent.Options options;
@@ -20,6 +22,7 @@ abstract class AgentPart {
     this.store = ctx.store;
     this.relays = new RelayRows(ctx.store);
     this.rows = new OutboxRows(ctx.store);
+    this.inRows = new InboxRows(ctx.store);
     this.key = ctx.key;
     this.url = ctx.url;
     this.options = ctx.options;

@@ -115,8 +115,7 @@ final class Inbox extends AgentPart {
       return false;
     }
     if (r instanceof AckResult.Acked a) {
-      store.update("UPDATE positions SET acked_through=max(acked_through, ?) WHERE relay=? AND epoch=?",
-          pos.receivedThrough(), url, pos.epoch());
+      inRows.markAcked(url, pos.epoch(), pos.receivedThrough());
       return true;
     }
     if (r instanceof EpochChanged e && !e.currentEpoch().isEmpty()) {
@@ -150,15 +149,13 @@ final class Inbox extends AgentPart {
         throw new AppFailure(e);
       }
       if (reason != null) {
-        store.update("INSERT INTO quarantine(relay, epoch, seq, kind, item_id, sender_pubkey, reason, wire, at)"
-            + " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)", url, epoch, item.seq(), item.kind(), item.itemId(),
-            item.senderPubkey(), reason, item.wire(), now());
+        inRows.quarantine(url, epoch, item.seq(), item.kind(), item.itemId(), item.senderPubkey(), reason,
+            item.wire(), now());
         counts[4]++;
         LOG.info("item quarantined [kind: {}] [reason: {}]", item.kind(), reason);
       }
       options.hook().at("receive-before-commit");
-      store.update("UPDATE positions SET received_through=? WHERE relay=? AND epoch=? AND received_through<?",
-          item.seq(), url, epoch, item.seq());
+      inRows.markReceived(url, epoch, item.seq());
       return null;
     });
     t.delivered += counts[0];
@@ -192,13 +189,11 @@ final class Inbox extends AgentPart {
     if (!item.itemId().equals(env.path("id").asText(null))) {
       return "item id is not the envelope id";
     }
-    Optional<String> peer = store.one("SELECT name FROM peers WHERE host_pubkey=?", rs -> rs.getString(1),
-        item.senderPubkey());
+    Optional<String> peer = inRows.peerName(item.senderPubkey());
     if (peer.isEmpty()) {
       return "host not paired";
     }
-    boolean seen = store.one("SELECT 1 FROM received WHERE sender_pubkey=? AND msg_id=?", rs -> 1,
-        item.senderPubkey(), item.itemId()).isPresent();
+    boolean seen = inRows.wasReceived(item.senderPubkey(), item.itemId());
     if (seen) {
       counts[1]++;
       requeueReceipt(item.itemId(), item.senderPubkey());
@@ -209,8 +204,7 @@ final class Inbox extends AgentPart {
     if (v instanceof HostApplication.Verdict.Refused r) {
       return "refused by the application: " + r.reason();
     }
-    store.update("INSERT INTO received(sender_pubkey, msg_id, relay, epoch, seq, at) VALUES(?, ?, ?, ?, ?, ?)",
-        item.senderPubkey(), item.itemId(), url, epoch, item.seq(), now());
+    inRows.markReceivedMessage(item.senderPubkey(), item.itemId(), url, epoch, item.seq(), now());
     if (v instanceof HostApplication.Verdict.Accepted a) {
       counts[0]++;
       queueReceipt(item.itemId(), item.senderPubkey(), a.recipient());
@@ -238,17 +232,14 @@ final class Inbox extends AgentPart {
     wire.set("rec", rec);
     wire.put("sig", key.signB64(CanonicalJson.canonicalBytes(rec)));
     byte[] bytes = CanonicalJson.canonicalBytes(wire);
-    store.update("INSERT OR IGNORE INTO outbox(relay, kind, item_id, msg_id, target_pubkey, wire, wire_hash, state,"
-        + " next_at, created_at) VALUES(?, 'receipt', ?, ?, ?, ?, ?, 'pending', ?, ?)", url,
-        ReceiptCheck.itemIdFor(rec), msgId, senderPubkey, bytes, Hashes.sha256Hex(bytes), now(), now());
+    rows.insertReceipt(url, ReceiptCheck.itemIdFor(rec), msgId, senderPubkey, bytes, Hashes.sha256Hex(bytes), now());
   }
 
   /** A duplicate envelope re-queues its stored receipt (same bytes): the relay may have lost it. */
   private boolean requeueReceipt(String msgId, String senderPubkey) throws SQLException {
-    List<Long> ids = store.query("SELECT id FROM outbox WHERE relay=? AND kind='receipt' AND msg_id=? AND"
-        + " target_pubkey=?", rs -> rs.getLong(1), url, msgId, senderPubkey);
+    List<Long> ids = rows.receiptIds(url, msgId, senderPubkey);
     for (long id : ids) {
-      store.update("UPDATE outbox SET state='pending', next_at=? WHERE id=? AND state='sent'", now(), id);
+      rows.requeueSent(id, now());
     }
     return !ids.isEmpty();
   }
@@ -270,13 +261,11 @@ final class Inbox extends AgentPart {
       return "receipt is not signed by the peer's key";
     }
     String msg = rec.get("msg").textValue();
-    if (store.one("SELECT 1 FROM outbox WHERE relay=? AND kind='envelope' AND msg_id=? AND target_pubkey=?",
-        rs -> 1, url, msg, item.senderPubkey()).isEmpty()) {
+    if (!rows.sentEnvelope(url, msg, item.senderPubkey())) {
       return "receipt for a message this host did not send to that host";
     }
     outbox.settle(msg, item.senderPubkey());
-    store.update("INSERT INTO peer_receipts(host_pubkey, last_at) VALUES(?, ?) ON CONFLICT(host_pubkey) DO UPDATE"
-        + " SET last_at=excluded.last_at", item.senderPubkey(), now());
+    inRows.notePeerReceipt(item.senderPubkey(), now());
     counts[2]++;
     return null;
   }
@@ -300,15 +289,14 @@ final class Inbox extends AgentPart {
     if (!item.itemId().equals("expired:" + itemId + ":" + target)) {
       return "expiry notice id does not match its content";
     }
-    Optional<HostStore.OutboxRow> row = store.one("SELECT * FROM outbox WHERE relay=? AND kind='envelope' AND"
-        + " item_id=? AND target_pubkey=?", HostStore.OUTBOX, url, itemId, target);
+    Optional<HostStore.OutboxRow> row = rows.envelope(url, itemId, target);
     if (row.isEmpty()) {
       return "expiry notice for an item this host did not send";
     }
     counts[3]++;
     if (!row.get().state().equals("settled") && !row.get().state().equals("expired")) {
       String name = store.peers().getOrDefault(target, Fingerprint.ofB64(target));
-      store.update("UPDATE outbox SET state='expired', done_at=? WHERE id=?", now(), row.get().id());
+      rows.markExpired(row.get().id(), now());
       ctx.alert("expired", target, itemId, "Undelivered to " + name + ": the relay expired message " + itemId
           + " before " + name + " pulled it");
     }

@@ -123,4 +123,40 @@ final class OutboxRows {
   void deferRow(long id, long nextAt, String why) throws SQLException {
     store.update("UPDATE outbox SET attempts=attempts+1, next_at=?, last_error=? WHERE id=?", nextAt, why, id);
   }
+
+  /** Queues a signed delivery receipt as {@code pending}, due now; a second one for the same id is ignored. */
+  void insertReceipt(String relay, String itemId, String msgId, String targetPubkey, byte[] wire, String wireHash,
+      long now) throws SQLException {
+    store.update("INSERT OR IGNORE INTO outbox(relay, kind, item_id, msg_id, target_pubkey, wire, wire_hash, state,"
+        + " next_at, created_at) VALUES(?, 'receipt', ?, ?, ?, ?, ?, 'pending', ?, ?)", relay, itemId, msgId,
+        targetPubkey, wire, wireHash, now, now);
+  }
+
+  /** Ids of the receipt rows queued for a message to its sender. */
+  List<Long> receiptIds(String relay, String msgId, String targetPubkey) throws SQLException {
+    return store.query("SELECT id FROM outbox WHERE relay=? AND kind='receipt' AND msg_id=? AND"
+        + " target_pubkey=?", rs -> rs.getLong(1), relay, msgId, targetPubkey);
+  }
+
+  /** Puts a sent row back to {@code pending}, due at {@code now}. */
+  void requeueSent(long id, long now) throws SQLException {
+    store.update("UPDATE outbox SET state='pending', next_at=? WHERE id=? AND state='sent'", now, id);
+  }
+
+  /** Whether this host queued an envelope of that message for that target. */
+  boolean sentEnvelope(String relay, String msgId, String targetPubkey) throws SQLException {
+    return store.one("SELECT 1 FROM outbox WHERE relay=? AND kind='envelope' AND msg_id=? AND target_pubkey=?",
+        rs -> 1, relay, msgId, targetPubkey).isPresent();
+  }
+
+  /** The envelope row with that item id for that target; empty when none. */
+  Optional<HostStore.OutboxRow> envelope(String relay, String itemId, String targetPubkey) throws SQLException {
+    return store.one("SELECT * FROM outbox WHERE relay=? AND kind='envelope' AND"
+        + " item_id=? AND target_pubkey=?", HostStore.OUTBOX, relay, itemId, targetPubkey);
+  }
+
+  /** Marks a row {@code expired} (the relay expired it before the target pulled it). */
+  void markExpired(long id, long now) throws SQLException {
+    store.update("UPDATE outbox SET state='expired', done_at=? WHERE id=?", now, id);
+  }
 }
