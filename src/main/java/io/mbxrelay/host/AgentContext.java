@@ -55,8 +55,7 @@ final class AgentContext implements AutoCloseable {
 
   /** Records an alert for people (and logs its kind, not its text). */
   void alert(String kind, String target, String itemId, String text) throws SQLException {
-    store.update("INSERT INTO alerts(at, kind, relay, target_pubkey, item_id, text) VALUES(?, ?, ?, ?, ?, ?)", now(),
-        kind, url, target, itemId, text);
+    store.insertAlert(now(), kind, url, target, itemId, text);
     LOG.warn("host alert [kind: {}]", kind);
   }
 

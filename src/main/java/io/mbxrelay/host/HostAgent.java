@@ -216,7 +216,7 @@ public final class HostAgent implements AutoCloseable {
       throws SQLException {
     int n = new RelayRows(store).recordPresented(u, presented, nowMs);
     if (n > 0) {
-      store.update("INSERT INTO alerts(at, kind, relay, text) VALUES(?, 'relay-key-changed', ?, ?)", nowMs, u,
+      store.insertKeyChangedAlert(nowMs, u,
           "relay key changed for " + u + ": pinned " + Fingerprint.ofB64(pinned) + ", the relay presents "
               + Fingerprint.ofB64(presented) + "; relay not used until the owner confirms (relay set " + u
               + " --key <fingerprint> or --confirm)");
@@ -258,9 +258,10 @@ public final class HostAgent implements AutoCloseable {
           "peer encryption key is a low-order X25519 point: nothing can be sealed to it");
     }
     synchronized (store) {
-      store.tx(c -> store.update("INSERT INTO peers(host_pubkey, name, added_at, enc_pub) VALUES(?, ?, ?, ?)"
-          + " ON CONFLICT(host_pubkey) DO UPDATE SET name=excluded.name, enc_pub=coalesce(excluded.enc_pub, enc_pub)",
-          hostPubkey, name, ctx.now(), encPub));
+      store.tx(c -> {
+        store.upsertPeer(hostPubkey, name, ctx.now(), encPub);
+        return null;
+      });
     }
   }
 
@@ -352,6 +353,7 @@ public final class HostAgent implements AutoCloseable {
   public static List<String> doctor(HostStore store, String relayUrl) throws SQLException {
     String u = RelayPins.normalizeUrl(relayUrl);
     List<String> out = new ArrayList<>();
+    OutboxRows outboxRows = new OutboxRows(store);
     synchronized (store) {
       Optional<HostStore.RelayState> st = store.relay(u);
       if (st.isEmpty()) {
@@ -368,17 +370,14 @@ public final class HostAgent implements AutoCloseable {
       if (st.get().lastError() != null) {
         out.add("last relay problem: " + st.get().lastError());
       }
-      for (String[] r : store.query("SELECT state, count(*) FROM outbox WHERE relay=? AND state IN ('pending',"
-          + " 'repush', 'unconfirmed', 'expired', 'undelivered') GROUP BY state", rs -> new String[] {rs.getString(1),
-              rs.getString(2)}, u)) {
+      for (String[] r : outboxRows.countsByState(u)) {
         out.add(r[1] + " outbox row(s) " + r[0]);
       }
-      for (String[] r : store.query("SELECT target_pubkey, count(*), max(last_error) FROM drafts WHERE relay=? GROUP BY"
-          + " target_pubkey", rs -> new String[] {rs.getString(1), rs.getString(2), rs.getString(3)}, u)) {
+      for (String[] r : outboxRows.draftsByTarget(u)) {
         out.add(r[1] + " message(s) to " + store.peers().getOrDefault(r[0], Fingerprint.ofB64(r[0]))
             + " waiting for its encryption key: " + r[2]);
       }
-      long q = store.one("SELECT count(*) FROM quarantine WHERE relay=?", rs -> rs.getLong(1), u).orElse(0L);
+      long q = new InboxRows(store).quarantineCount(u);
       if (q > 0) {
         out.add(q + " quarantined item(s): `mbxrelay host quarantine`");
       }
@@ -406,9 +405,7 @@ public final class HostAgent implements AutoCloseable {
   /** Whether the outbox has an item due for this relay now (pending, to re-push or waiting for a key; time come). */
   private boolean outboxDue() throws SQLException {
     synchronized (store) {
-      return store.one("SELECT 1 FROM outbox WHERE relay=? AND state IN ('pending', 'repush') AND next_at<=? UNION ALL"
-          + " SELECT 1 FROM drafts WHERE relay=? AND next_at<=? LIMIT 1", rs -> rs.getInt(1), url, ctx.now(), url,
-          ctx.now()).isPresent();
+      return session.rows.anyDue(url, ctx.now());
     }
   }
 

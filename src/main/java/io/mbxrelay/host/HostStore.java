@@ -270,6 +270,32 @@ public final class HostStore implements AutoCloseable {
     }
   }
 
+  /** Records an alert (caller holds the lock); {@code targetPubkey} and {@code itemId} may be null. */
+  void insertAlert(long at, String kind, String relay, String targetPubkey, String itemId, String text)
+      throws SQLException {
+    update("INSERT INTO alerts(at, kind, relay, target_pubkey, item_id, text) VALUES(?, ?, ?, ?, ?, ?)", at, kind,
+        relay, targetPubkey, itemId, text);
+  }
+
+  /** Records a {@code relay-key-changed} alert (caller holds the lock). */
+  void insertKeyChangedAlert(long at, String relay, String text) throws SQLException {
+    update("INSERT INTO alerts(at, kind, relay, text) VALUES(?, 'relay-key-changed', ?, ?)", at, relay, text);
+  }
+
+  /**
+   * Adds or renames a peer (caller holds the lock); a null {@code encPub} keeps the pinned encryption key.
+   */
+  void upsertPeer(String hostPubkey, String name, long addedAt, String encPub) throws SQLException {
+    update("INSERT INTO peers(host_pubkey, name, added_at, enc_pub) VALUES(?, ?, ?, ?)"
+        + " ON CONFLICT(host_pubkey) DO UPDATE SET name=excluded.name, enc_pub=coalesce(excluded.enc_pub, enc_pub)",
+        hostPubkey, name, addedAt, encPub);
+  }
+
+  /** Records a peer's newest verified encryption-key ad (caller holds the lock; times as served, ISO 8601). */
+  void putPeerAd(String hostPubkey, String encPub, String iat, String exp) throws SQLException {
+    update("UPDATE peers SET ad_enc_pub=?, ad_iat=?, ad_exp=? WHERE host_pubkey=?", encPub, iat, exp, hostPubkey);
+  }
+
   Optional<String> meta(String k) throws SQLException {
     return one("SELECT v FROM meta WHERE k=?", rs -> rs.getString(1), k);
   }

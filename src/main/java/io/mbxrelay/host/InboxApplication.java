@@ -1,6 +1,5 @@
 package io.mbxrelay.host;
 
-import java.sql.PreparedStatement;
 
 /**
  * A {@link HostApplication} that stores every envelope in the host store's {@code inbox} table, in the item's
@@ -41,17 +40,8 @@ public final class InboxApplication implements HostApplication {
   /** Inserts an inbox row in the delivery's transaction; {@code opened} adds the opened envelope's fields. */
   static void store(Delivery d, long atMs, io.mbxrelay.host.seal.SealedEnvelope.Opened opened)
       throws java.sql.SQLException {
-    try (PreparedStatement ps = d.connection().prepareStatement("INSERT INTO inbox(relay, sender_pubkey, msg_id, wire,"
-        + " at, from_addr, subject, body) VALUES(?, ?, ?, ?, ?, ?, ?, ?)")) {
-      ps.setString(1, d.relay());
-      ps.setString(2, d.senderPubkey());
-      ps.setString(3, d.msgId());
-      ps.setBytes(4, d.wire());
-      ps.setLong(5, atMs);
-      ps.setString(6, opened == null ? null : opened.from());
-      ps.setString(7, opened == null ? null : opened.subject());
-      ps.setString(8, opened == null ? null : opened.body());
-      ps.executeUpdate();
-    }
+    InboxRows.insertInbox(d.connection(), d.relay(), d.senderPubkey(), d.msgId(), d.wire(), atMs,
+        opened == null ? null : opened.from(), opened == null ? null : opened.subject(),
+        opened == null ? null : opened.body());
   }
 }

@@ -1,5 +1,7 @@
 package io.mbxrelay.host;
 
+import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.util.Optional;
 
@@ -58,5 +60,30 @@ final class InboxRows {
   void notePeerReceipt(String hostPubkey, long now) throws SQLException {
     store.update("INSERT INTO peer_receipts(host_pubkey, last_at) VALUES(?, ?) ON CONFLICT(host_pubkey) DO UPDATE"
         + " SET last_at=excluded.last_at", hostPubkey, now);
+  }
+
+  /** Quarantined items of {@code relay}. */
+  long quarantineCount(String relay) throws SQLException {
+    return store.one("SELECT count(*) FROM quarantine WHERE relay=?", rs -> rs.getLong(1), relay).orElse(0L);
+  }
+
+  /**
+   * Inserts an {@code inbox} row on {@code c} (the delivery's transaction); {@code from}, {@code subject} and
+   * {@code body} are null for a message not opened.
+   */
+  static void insertInbox(Connection c, String relay, String senderPubkey, String msgId, byte[] wire, long atMs,
+      String from, String subject, String body) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement("INSERT INTO inbox(relay, sender_pubkey, msg_id, wire,"
+        + " at, from_addr, subject, body) VALUES(?, ?, ?, ?, ?, ?, ?, ?)")) {
+      ps.setString(1, relay);
+      ps.setString(2, senderPubkey);
+      ps.setString(3, msgId);
+      ps.setBytes(4, wire);
+      ps.setLong(5, atMs);
+      ps.setString(6, from);
+      ps.setString(7, subject);
+      ps.setString(8, body);
+      ps.executeUpdate();
+    }
   }
 }

@@ -159,4 +159,24 @@ final class OutboxRows {
   void markExpired(long id, long now) throws SQLException {
     store.update("UPDATE outbox SET state='expired', done_at=? WHERE id=?", now, id);
   }
+
+  /** Whether an outbox row (pending or re-push) or a draft of {@code relay} is due at {@code now}. */
+  boolean anyDue(String relay, long now) throws SQLException {
+    return store.one("SELECT 1 FROM outbox WHERE relay=? AND state IN ('pending', 'repush') AND next_at<=? UNION ALL"
+        + " SELECT 1 FROM drafts WHERE relay=? AND next_at<=? LIMIT 1", rs -> rs.getInt(1), relay, now, relay, now)
+        .isPresent();
+  }
+
+  /** Rows per unsettled or failed state as {@code [state, count]} (status report). */
+  List<String[]> countsByState(String relay) throws SQLException {
+    return store.query("SELECT state, count(*) FROM outbox WHERE relay=? AND state IN ('pending',"
+        + " 'repush', 'unconfirmed', 'expired', 'undelivered') GROUP BY state", rs -> new String[] {rs.getString(1),
+            rs.getString(2)}, relay);
+  }
+
+  /** Drafts per target as {@code [target_pubkey, count, last error]} (status report). */
+  List<String[]> draftsByTarget(String relay) throws SQLException {
+    return store.query("SELECT target_pubkey, count(*), max(last_error) FROM drafts WHERE relay=? GROUP BY"
+        + " target_pubkey", rs -> new String[] {rs.getString(1), rs.getString(2), rs.getString(3)}, relay);
+  }
 }

@@ -74,8 +74,7 @@ final class PeerEncKeys {
     }
     JsonNode ad = answer.get("ad");
     String encPub = ad.get("enc_pub").textValue();
-    store.update("UPDATE peers SET ad_enc_pub=?, ad_iat=?, ad_exp=? WHERE host_pubkey=?", encPub,
-        ad.get("iat").textValue(), ad.get("exp").textValue(), p.hostPubkey());
+    store.putPeerAd(p.hostPubkey(), encPub, ad.get("iat").textValue(), ad.get("exp").textValue());
     return Resolution.of(encPub, "relay ad");
   }
 
