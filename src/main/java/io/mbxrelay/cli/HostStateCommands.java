@@ -429,7 +429,11 @@ final class HostStateCommands {
 
     @Option(names = "--exec-timeout-ms", defaultValue = "60000", paramLabel = "MS",
         description = "Longest run of one --exec (default: ${DEFAULT-VALUE}).")
-    long execTimeoutMs;
+    void execTimeoutMs(long ms) {
+      execTimeoutMs = atLeastOne("--exec-timeout-ms", ms);
+    }
+
+    long execTimeoutMs = 60000;
 
     /**
      * A message was not handed over (--exec failed, or stdout is closed); the agent rolls the item back and offers it
@@ -514,7 +518,20 @@ final class HostStateCommands {
     @Option(names = "--interval-ms", defaultValue = "5000", paramLabel = "MS", description = "Pause between ticks."
         + " With a relay that offers long-poll pulls the pause is a wait on the relay that ends as soon as mail"
         + " arrives (at most 25 s).")
-    long intervalMs;
+    void intervalMs(long ms) {
+      intervalMs = atLeastOne("--interval-ms", ms);
+    }
+
+    long intervalMs = 5000;
+
+    /** A duration option below 1 ms is a usage error (exit 2), not a silent 100 ms. */
+    private long atLeastOne(String option, long ms) {
+      if (ms < 1) {
+        throw new picocli.CommandLine.ParameterException(spec.commandLine(), option + " must be at least 1 (is " + ms
+            + ")");
+      }
+      return ms;
+    }
 
     @Override
     int run() throws Exception {

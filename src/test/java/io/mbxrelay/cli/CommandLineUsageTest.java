@@ -109,6 +109,8 @@ class CommandLineUsageTest {
         {"host", "pull", "--relay", "relay.example"},
         {"host", "enrol", "--relay", "http://", "--name", "a"},
         {"host", "run", "--interval-ms", "soon"},
+        {"host", "run", "--interval-ms", "-1"},
+        {"host", "run", "--exec", "cat", "--exec-timeout-ms", "0"},
         {"log", "--limit", "many"},
     };
     for (String[] c : cases) {
@@ -121,6 +123,7 @@ class CommandLineUsageTest {
     assertThat(run("host", "relay", "set", "notaurl").err())
         .contains("a relay URL is http(s)://host[:port][/path], e.g. https://relay.example or http://127.0.0.1:7374"
             + " (is 'notaurl')");
+    assertThat(run("host", "run", "--interval-ms", "-1").err()).contains("--interval-ms must be at least 1 (is -1)");
   }
 
   @Test

@@ -26,6 +26,7 @@ import java.time.Clock;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
@@ -834,36 +835,35 @@ public final class SqliteBackend implements LedgerBackend {
     }
   }
 
-  /** Writes each touched target's change to {@code queue_usage}: one statement per target per transaction. */
+  /** Adds each key's {@code {items, bytes}} delta through {@code upsert} (key, items, bytes); zero deltas are skipped. */
+  private static void upsertDeltas(PreparedStatement upsert, Map<String, long[]> deltas) throws SQLException {
+    for (var e : deltas.entrySet()) {
+      long[] d = e.getValue();
+      if (d[0] == 0 && d[1] == 0) {
+        continue;
+      }
+      upsert.setString(1, e.getKey());
+      upsert.setLong(2, d[0]);
+      upsert.setLong(3, d[1]);
+      upsert.executeUpdate();
+    }
+  }
+
+  /**
+   * Writes each touched target's change to {@code queue_usage} and each sender's to {@code sender_totals}: one
+   * statement per target (per sender) per transaction.
+   */
   private void writePendingUsage() throws SQLException {
     if (state.pending.isEmpty() && state.pendingSenders.isEmpty()) {
       return;
     }
-    PreparedStatement ps = statement("INSERT INTO queue_usage(target_pubkey, items, bytes) VALUES(?, ?, ?)"
-        + " ON CONFLICT(target_pubkey) DO UPDATE SET items = items + excluded.items, bytes = bytes + excluded.bytes");
-    for (var e : state.pending.entrySet()) {
-      long[] d = e.getValue();
-      if (d[0] == 0 && d[1] == 0) {
-        continue;
-      }
-      ps.setString(1, e.getKey());
-      ps.setLong(2, d[0]);
-      ps.setLong(3, d[1]);
-      ps.executeUpdate();
-    }
+    upsertDeltas(statement("INSERT INTO queue_usage(target_pubkey, items, bytes) VALUES(?, ?, ?)"
+        + " ON CONFLICT(target_pubkey) DO UPDATE SET items = items + excluded.items, bytes = bytes + excluded.bytes"),
+        state.pending);
     state.pending.clear();
-    PreparedStatement senders = statement("INSERT INTO sender_totals(sender_pubkey, items, bytes) VALUES(?, ?, ?)"
-        + " ON CONFLICT(sender_pubkey) DO UPDATE SET items = items + excluded.items, bytes = bytes + excluded.bytes");
-    for (var e : state.pendingSenders.entrySet()) {
-      long[] d = e.getValue();
-      if (d[0] == 0 && d[1] == 0) {
-        continue;
-      }
-      senders.setString(1, e.getKey());
-      senders.setLong(2, d[0]);
-      senders.setLong(3, d[1]);
-      senders.executeUpdate();
-    }
+    upsertDeltas(statement("INSERT INTO sender_totals(sender_pubkey, items, bytes) VALUES(?, ?, ?)"
+        + " ON CONFLICT(sender_pubkey) DO UPDATE SET items = items + excluded.items, bytes = bytes + excluded.bytes"),
+        state.pendingSenders);
     state.pendingSenders.clear();
     state.journal.clear();
   }
