@@ -66,14 +66,12 @@ public final class CanonicalJson {
    */
   public static int escapedLength(byte[] utf8) {
     int extra = 0;
-    for (byte b : utf8) {
-      if (b == '"' || b == '\\') {
-        extra++;
-      } else if (b >= 0 && b < 0x20) {
-        extra += (b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t') ? 1 : 5;
-      }
+    int n = utf8.length;
+    for (int i = AsciiScan.nextToEscape(utf8, 0, n); i < n; i = AsciiScan.nextToEscape(utf8, i + 1, n)) {
+      byte b = utf8[i];
+      extra += b == '"' || b == '\\' || b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t' ? 1 : 5;
     }
-    return utf8.length + extra;
+    return n + extra;
   }
 
   /**
@@ -92,11 +90,9 @@ public final class CanonicalJson {
     }
     int o = at;
     int run = 0;
-    for (int i = 0; i < utf8.length; i++) {
+    int n = utf8.length;
+    for (int i = AsciiScan.nextToEscape(utf8, 0, n); i < n; i = AsciiScan.nextToEscape(utf8, i + 1, n)) {
       byte b = utf8[i];
-      if (b != '"' && b != '\\' && (b < 0 || b >= 0x20)) {
-        continue;
-      }
       System.arraycopy(utf8, run, out, o, i - run);
       o += i - run;
       run = i + 1;

@@ -80,7 +80,16 @@ public final class PushBody {
       if (text != null) {
         return B64.isStdB64(text) ? B64.decodeLenient(text) : Optional.empty();
       }
-      return B64.isStdB64(bytes, off, len) ? Optional.of(B64.decodeStd(bytes, off, len)) : Optional.empty();
+      if (len > 0 && (len & 3) == 0) {
+        // The JDK's decoder checks and decodes at once (intrinsified): it accepts only the standard alphabet with at
+        // most two '=' at the end, a subset of what the wire's check accepts, and decodes that as Node does.
+        try {
+          return Optional.of(B64.decodeStd(bytes, off, len));
+        } catch (IllegalArgumentException e) {
+          // not plain padded base64: the wire's own check decides
+        }
+      }
+      return B64.isStdB64(bytes, off, len) ? Optional.of(B64.decodeLenient(bytes, off, len)) : Optional.empty();
     }
   }
 
@@ -309,20 +318,14 @@ public final class PushBody {
         return false;
       }
       int start = i;
-      int n = b.length;
-      while (i < n) {
-        byte c = b[i];
-        if (c == '"') {
-          strStart = start;
-          strEnd = i++;
-          return true;
-        }
-        if (c < 0x20 || c == '\\' || c == 0x7F) { // negative: not ASCII
-          return false;
-        }
-        i++;
+      int end = AsciiScan.endOfPlainString(b, start, b.length);
+      if (end == b.length || b[end] != '"') {
+        return false; // an escape, a control, non-ASCII, or no closing quote
       }
-      return false;
+      strStart = start;
+      strEnd = end;
+      i = end + 1;
+      return true;
     }
 
     private boolean is(int start, int end, String name) {
