@@ -8,8 +8,9 @@ import java.util.Arrays;
  * An Ed25519 key pair (host or relay key) built from its 32-byte RFC 8032 seed ({@code docs/protocol.md §1} "Ed25519
  * keys"). Signing is pure Ed25519 and deterministic.
  *
- * <p>Immutable and thread-safe: signing uses BouncyCastle's stateless
- * {@code org.bouncycastle.math.ec.rfc8032.Ed25519} functions, never a shared {@code Ed25519Signer}.
+ * <p>Immutable and thread-safe (safe on any event loop): signing goes through the {@link Ed25519Engine} in use
+ * (AWS-LC with one JCA {@code Signature} per thread, or BouncyCastle's stateless RFC 8032 functions), never a shared
+ * signer object; the signature bytes are the same on either.
  * {@link #toString()} shows only the fingerprint; the seed never leaves except through {@link #seedB64()}.
  */
 public final class Ed25519KeyPair {
@@ -24,12 +25,14 @@ public final class Ed25519KeyPair {
   private final byte[] seed;
   private final byte[] publicKey;
   private final String publicKeyB64;
+  private final Ed25519Engine.Signer signer;
 
   private Ed25519KeyPair(byte[] seed) {
     this.seed = seed.clone();
     this.publicKey = new byte[KEY_BYTES];
     org.bouncycastle.math.ec.rfc8032.Ed25519.generatePublicKey(this.seed, 0, this.publicKey, 0);
     this.publicKeyB64 = B64.encode(publicKey);
+    this.signer = Ed25519Engine.inUse().signer(this.seed, this.publicKey);
   }
 
   /**
@@ -97,9 +100,7 @@ public final class Ed25519KeyPair {
    * @return the 64-byte signature
    */
   public byte[] sign(byte[] message) {
-    byte[] sig = new byte[SIGNATURE_BYTES];
-    org.bouncycastle.math.ec.rfc8032.Ed25519.sign(seed, 0, publicKey, 0, message, 0, message.length, sig, 0);
-    return sig;
+    return signer.sign(message);
   }
 
   /**
