@@ -140,10 +140,41 @@ final class AccpEd25519Engine extends Ed25519Engine {
     if (key == null) {
       return (message, sig64) -> BouncyCastleEd25519Engine.verify(point, message, sig64);
     }
-    return (message, sig64) -> accpVerify(key, message, sig64)
-        // AWS-LC's "invalid" is not final: BouncyCastle's cofactored check also accepts signatures whose R or key
-        // has a small-order component, which AWS-LC's cofactorless check refuses (issue 18; tested)
-        || BouncyCastleEd25519Engine.verify(point, message, sig64);
+    // every key made from a seed is in the prime-order subgroup; a mixed-order key can make BouncyCastle accept what
+    // AWS-LC refuses whatever R is (one scalar multiplication, once per key)
+    boolean primeOrderKey = org.bouncycastle.math.ec.rfc8032.Ed25519.validatePublicKeyFull(pub32, 0);
+    return (message, sig64) -> {
+      Verdict awsLc = awsLc(key, message, sig64);
+      if (awsLc == Verdict.VALID) {
+        return true; // cofactorless [S]B = R + [k]A implies BouncyCastle's cofactored equation
+      }
+      if (awsLc == Verdict.INVALID && primeOrderKey && primeOrderR(sig64)) {
+        // with R and A both in the prime-order subgroup the cofactored equation is the cofactorless one, which
+        // AWS-LC has just refused: BouncyCastle would refuse too, and it need not hash the message again
+        return false;
+      }
+      // R or the key has a small-order component (or AWS-LC failed): only BouncyCastle can decide (issue 18; tested)
+      return BouncyCastleEd25519Engine.verify(point, message, sig64);
+    };
+  }
+
+  /**
+   * Whether R (the signature's first 32 bytes) is a canonical encoding of a point of the prime-order subgroup other
+   * than the identity (BouncyCastle's full key validation applied to R: one scalar multiplication).
+   */
+  private static boolean primeOrderR(byte[] sig64) {
+    try {
+      return org.bouncycastle.math.ec.rfc8032.Ed25519.validatePublicKeyFull(sig64, 0);
+    } catch (RuntimeException e) {
+      return false; // then BouncyCastle's verify decides
+    }
+  }
+
+  /** AWS-LC's answer; {@link #FAILED} when it threw instead of answering. */
+  private enum Verdict {
+    VALID,
+    INVALID,
+    FAILED
   }
 
   /**
@@ -167,15 +198,20 @@ final class AccpEd25519Engine extends Ed25519Engine {
     }
   }
 
-  /** AWS-LC's verdict; any exception is "invalid". */
+  /** AWS-LC's verdict, as a boolean: true only for {@link Verdict#VALID}. */
   private boolean accpVerify(PublicKey key, byte[] message, byte[] sig64) {
+    return awsLc(key, message, sig64) == Verdict.VALID;
+  }
+
+  /** AWS-LC's verdict through this thread's {@code Signature}. */
+  private Verdict awsLc(PublicKey key, byte[] message, byte[] sig64) {
     Signature s = verifiers.get();
     try {
       s.initVerify(key);
       s.update(message);
-      return s.verify(sig64);
+      return s.verify(sig64) ? Verdict.VALID : Verdict.INVALID;
     } catch (GeneralSecurityException | RuntimeException e) {
-      return false;
+      return Verdict.FAILED;
     }
   }
 

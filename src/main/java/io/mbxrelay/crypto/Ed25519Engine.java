@@ -15,9 +15,9 @@ import java.util.Optional;
  * contract ({@code docs/protocol.md §1}: pure Ed25519, canonical R and S, small-order and non-canonical keys refused,
  * cofactored equation). The ACCP engine refuses what BouncyCastle refuses before AWS-LC sees it (the key check is
  * BouncyCastle's, cached with the key), takes AWS-LC's "valid" as final (AWS-LC's cofactorless check implies
- * BouncyCastle's cofactored one) and asks BouncyCastle again when AWS-LC says "invalid" (the two differ there on R or
- * keys with a small-order component, which only BouncyCastle accepts). Signatures are deterministic (RFC 8032) and
- * byte-identical.
+ * BouncyCastle's cofactored one), and on "invalid" asks BouncyCastle again unless both R and the key are in the
+ * prime-order subgroup: a small-order component in either is the only way to a signature that BouncyCastle accepts
+ * and AWS-LC refuses. Signatures are deterministic (RFC 8032) and byte-identical.
  *
  * <p>Threading: the engine, its signers and its verifiers are safe on any thread (the ACCP engine keeps one JCA
  * {@code Signature} per thread, never a shared one). ACCP is used only through this class; it is never installed as a
