@@ -126,6 +126,8 @@ public final class ServeCommand implements Callable<Integer> {
       return 0;
     }
     LogSetup.apply(cfg.log().json(), cfg.log().level());
+    // ACCP's native library and self-tests load while the store opens, not before it (docs/performance.md "Ed25519")
+    io.mbxrelay.crypto.Ed25519Engine.loadInBackground();
     boolean json = cfg.log().json();
     current = cfg;
     // a SIGHUP while the store opens (logrotate, a reload during a restart) must not end the process

@@ -63,6 +63,22 @@ public abstract sealed class Ed25519Engine permits BouncyCastleEd25519Engine, Ac
   }
 
   /**
+   * Starts the selection on a daemon thread and returns at once, so that loading ACCP (unpacking and linking its
+   * native library, its self-tests and ours: a few hundred ms) overlaps other start-up work; a thread that needs the
+   * engine before it is ready waits for it. Calling it again, or after the selection, does nothing.
+   */
+  public static void loadInBackground() {
+    if (BACKGROUND.compareAndSet(false, true)) {
+      Thread t = new Thread(Ed25519Engine::inUse, "ed25519-engine-load");
+      t.setDaemon(true);
+      t.start();
+    }
+  }
+
+  private static final java.util.concurrent.atomic.AtomicBoolean BACKGROUND =
+      new java.util.concurrent.atomic.AtomicBoolean();
+
+  /**
    * Why BouncyCastle is in use instead of AWS-LC: forced by {@value #PROPERTY}, or what stopped ACCP (the exception's
    * class and message, never key material).
    *

@@ -25,14 +25,17 @@ public final class Ed25519KeyPair {
   private final byte[] seed;
   private final byte[] publicKey;
   private final String publicKeyB64;
-  private final Ed25519Engine.Signer signer;
+  /**
+   * Made on the first signature, not here: loading a key (the relay's at start, a CLI's) does not wait for the engine
+   * to load (ACCP takes a few hundred ms). Racing threads may each make one; they are equivalent.
+   */
+  private volatile Ed25519Engine.Signer signer;
 
   private Ed25519KeyPair(byte[] seed) {
     this.seed = seed.clone();
     this.publicKey = new byte[KEY_BYTES];
     org.bouncycastle.math.ec.rfc8032.Ed25519.generatePublicKey(this.seed, 0, this.publicKey, 0);
     this.publicKeyB64 = B64.encode(publicKey);
-    this.signer = Ed25519Engine.inUse().signer(this.seed, this.publicKey);
   }
 
   /**
@@ -100,7 +103,12 @@ public final class Ed25519KeyPair {
    * @return the 64-byte signature
    */
   public byte[] sign(byte[] message) {
-    return signer.sign(message);
+    Ed25519Engine.Signer s = signer;
+    if (s == null) {
+      s = Ed25519Engine.inUse().signer(seed, publicKey);
+      signer = s;
+    }
+    return s.sign(message);
   }
 
   /**
