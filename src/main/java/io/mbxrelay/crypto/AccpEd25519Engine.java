@@ -34,7 +34,7 @@ final class AccpEd25519Engine extends Ed25519Engine {
   /** X.509 {@code SubjectPublicKeyInfo} of an Ed25519 key, before the 32 key bytes (docs/protocol.md §1). */
   private static final byte[] SPKI_PREFIX = HEX.parseHex("302a300506032b6570032100");
 
-  /** RFC 8032 §7.1 TEST 2: the known answer the self-test needs before the engine is used. */
+  /** RFC 8032 section 7.1 TEST 2: the known answer the self-test needs before the engine is used. */
   private static final byte[] KAT_SEED =
       HEX.parseHex("4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb");
   private static final byte[] KAT_PUBLIC =

@@ -124,7 +124,7 @@ public abstract sealed class Ed25519Engine permits BouncyCastleEd25519Engine, Ac
   /** Signs with one key pair. Safe on any thread. */
   interface Signer {
     /**
-     * Pure Ed25519 (RFC 8032 §5.1.6) of {@code message}.
+     * Pure Ed25519 (RFC 8032 section 5.1.6) of {@code message}.
      *
      * @param message the bytes to sign
      * @return the 64-byte signature

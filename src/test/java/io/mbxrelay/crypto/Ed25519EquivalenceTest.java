@@ -26,7 +26,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The AWS-LC engine signs byte for byte like BouncyCastle and accepts exactly what the relay accepted before issue 18
- * (BouncyCastle alone): RFC 8032 §7.1, the shared vectors, thousands of random keys and messages with corrupted
+ * (BouncyCastle alone): RFC 8032 section 7.1, the shared vectors, thousands of random keys and messages with corrupted
  * variants, non-canonical S, small-order and mixed-order R and keys (built from the eight small-order points, and the
  * twelve cases of "Taming the many EdDSAs"), non-canonical R and key encodings, wrong lengths and lenient base64.
  *

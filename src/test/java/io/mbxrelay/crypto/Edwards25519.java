@@ -7,7 +7,7 @@ import java.util.Arrays;
 import java.util.List;
 
 /**
- * Just enough edwards25519 arithmetic (RFC 8032 §5.1, affine coordinates, {@link BigInteger}, slow and variable time)
+ * Just enough edwards25519 arithmetic (RFC 8032 section 5.1, affine coordinates, {@link BigInteger}, slow and variable time)
  * to build the signatures the libraries disagree about: R or the key with a small-order component, signatures made
  * with a raw scalar, non-canonical encodings. Test code only: never for real keys.
  */
@@ -85,7 +85,7 @@ final class Edwards25519 {
     return new Point(x, y);
   }
 
-  /** The clamped secret scalar of a seed (RFC 8032 §5.1.5). */
+  /** The clamped secret scalar of a seed (RFC 8032 section 5.1.5). */
   static BigInteger secretScalar(byte[] seed) {
     byte[] h = Arrays.copyOf(sha512(seed), 32);
     h[0] &= (byte) 248;
