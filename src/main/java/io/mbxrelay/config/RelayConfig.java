@@ -123,6 +123,8 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    *     fast as the disk syncs)
    * @param minFreeBytes free space the store's file system must keep, bytes: below it new pushes are refused (503) and
    *     {@code /ready} is 503, so acks, enrolments and the heartbeat still find room (issue 10 item 9; 0 = no floor)
+   * @param walAutocheckpointPages SQLite's {@code wal_autocheckpoint} for the writer, pages: the COMMIT that takes the
+   *     write-ahead log past it copies the log into the database (sqlite only; issue 18)
    * @param backend {@code sqlite} (the embedded default: one relay process on one store directory) or
    *     {@code postgresql} (several relay processes on one PostgreSQL database; docs/scale-out.md)
    * @param url PostgreSQL JDBC URL, {@code jdbc:postgresql://HOST[:PORT]/DATABASE[?PARAMS]} (postgresql only)
@@ -135,7 +137,7 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    */
   public record Store(String backend, int readPoolSize, int writerBatchMax, long writerTimeoutMs, long busyTimeoutMs,
       int writerBatchMaxRows, long writerBatchMaxBytes, long writerCommitDelayMs, long watermarkIntervalMs,
-      long minFreeBytes, String url, String user, String password, String passwordFile,
+      long minFreeBytes, int walAutocheckpointPages, String url, String user, String password, String passwordFile,
       int poolSize) {
 
     /** {@code store.backend} value of the embedded SQLite store. */
@@ -177,7 +179,8 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
       return "Store[readPoolSize=" + readPoolSize + ", writerBatchMax=" + writerBatchMax + ", writerTimeoutMs="
           + writerTimeoutMs + ", busyTimeoutMs=" + busyTimeoutMs + ", writerBatchMaxRows=" + writerBatchMaxRows
           + ", writerBatchMaxBytes=" + writerBatchMaxBytes + ", writerCommitDelayMs=" + writerCommitDelayMs
-          + ", watermarkIntervalMs=" + watermarkIntervalMs + ", minFreeBytes=" + minFreeBytes + ", backend=" + backend
+          + ", watermarkIntervalMs=" + watermarkIntervalMs + ", minFreeBytes=" + minFreeBytes
+          + ", walAutocheckpointPages=" + walAutocheckpointPages + ", backend=" + backend
           + ", url=" + shownUrl + ", user=" + user + ", password=" + (password == null || password.isEmpty()
           ? "unset" : "set") + ", passwordFile=" + passwordFile + ", poolSize=" + poolSize + "]";
     }

@@ -182,6 +182,7 @@ public final class RelayServer implements AutoCloseable {
           config.limits(), config.store().busyTimeoutMs(), config.timers().heartbeatStaleMs(),
           options.acceptLostCommits());
       openedStore = store;
+      store.walAutocheckpoint(config.store().walAutocheckpointPages());
       armCrashPoint(options.crashPoint(), store.ledger());
       RelayMetrics.VertxSetup metricsSetup = RelayMetrics.vertxSetup();
       vertx = newVertx(metricsSetup);

@@ -611,6 +611,24 @@ public final class SqliteBackend implements LedgerBackend {
     statements.clear();
   }
 
+  /**
+   * Sets SQLite's {@code wal_autocheckpoint} on the writer connection (config {@code store.walAutocheckpointPages}). A
+   * checkpoint copies every page of the log into the database once; pages that several transactions changed (the
+   * tail of each target's seq index, the counters) are copied once per checkpoint, so a longer log copies fewer pages
+   * per item (issue 18: 4,000 pages instead of SQLite's 1,000 cut the writer's bytes per W1 item by a tenth and its
+   * time by about as much), at the price of a longer COMMIT when one comes due. Writer thread only.
+   *
+   * @param pages log pages (of {@code page_size} bytes) that trigger a checkpoint, ≥ 1
+   * @throws StoreException when the pragma fails
+   */
+  public void walAutocheckpoint(int pages) throws StoreException {
+    run("wal_autocheckpoint failed", () -> {
+      try (Statement st = conn.createStatement()) {
+        st.execute("PRAGMA wal_autocheckpoint=" + pages);
+      }
+    });
+  }
+
   /** Installs the post-commit observer: called on the writer thread with {@code meta.commits} after every COMMIT. */
   public void onCommit(java.util.function.LongConsumer observer) {
     this.onCommit = Objects.requireNonNull(observer);

@@ -96,6 +96,17 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
   }
 
   @Test
+  void the_writer_checkpoints_its_log_at_the_configured_number_of_pages(@TempDir Path d) throws Exception {
+    try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, Clock.systemUTC(), defaults(), 5000, 600_000)) {
+      s.walAutocheckpoint(4000);
+      try (Statement st = s.connection().createStatement(); ResultSet rs = st.executeQuery("PRAGMA wal_autocheckpoint")) {
+        rs.next();
+        assertThat(rs.getInt(1)).isEqualTo(4000);
+      }
+    }
+  }
+
+  @Test
   void a_version_3_store_is_migrated_to_4_with_the_dedup_key_by_item_id_first_and_every_answer_kept(@TempDir Path d)
       throws Exception {
     long seq;
