@@ -85,10 +85,7 @@ public final class HostStore implements AutoCloseable {
       s.execute("PRAGMA synchronous=FULL");
       s.execute("PRAGMA busy_timeout=5000");
       s.execute("PRAGMA foreign_keys=ON");
-      for (String ddl : SCHEMA) {
-        s.execute(ddl);
-      }
-      addMissingColumns(c);
+      migrate(c, file);
     } catch (SQLException e) {
       c.close();
       throw e;
@@ -155,8 +152,11 @@ public final class HostStore implements AutoCloseable {
           + " UNIQUE(msg_id, target_pubkey))",
   };
 
-  /** Columns added after the first release of a table: (table, column, type). Added when missing. */
-  private static final String[][] ADDED_COLUMNS = {
+  /**
+   * Columns added to the version-1 layout while it was current (before stores carried a {@code schema_version}):
+   * (table, column, type), added when missing, so every version-1 store reaches the same layout.
+   */
+  private static final String[][] V1_ADDED_COLUMNS = {
       {"peers", "enc_pub", "TEXT"},
       {"peers", "ad_enc_pub", "TEXT"},
       {"peers", "ad_iat", "TEXT"},
@@ -166,8 +166,101 @@ public final class HostStore implements AutoCloseable {
       {"inbox", "body", "TEXT"},
   };
 
-  private static void addMissingColumns(Connection c) throws SQLException {
-    for (String[] col : ADDED_COLUMNS) {
+  /**
+   * Version 2 (issue 21): several relays per host ({@code meta.relay_urls}), the relay's announced item limit, the
+   * allowlist's last {@code iat}, each relay's last session state; per outbox row the key it was sealed for, the
+   * plaintext kept while it may be resealed and whether the relay may hold its bytes; a draft's key-wait alert.
+   */
+  private static final String[][] V2_ADDED_COLUMNS = {
+      {"relays", "max_item_bytes", "INTEGER NOT NULL DEFAULT 524288"},
+      {"relays", "allowlist_iat", "INTEGER NOT NULL DEFAULT 0"},
+      {"relays", "last_session", "TEXT"},
+      {"outbox", "enc_pub", "TEXT"},
+      {"outbox", "plain", "TEXT"},
+      {"outbox", "unsure", "INTEGER NOT NULL DEFAULT 0"},
+      {"drafts", "alerted_at", "INTEGER"},
+  };
+
+  /** The schema version this code writes ({@code meta.schema_version}); a store without the key is version 1. */
+  public static final int SCHEMA_VERSION = 2;
+
+  /**
+   * Brings a store to {@link #SCHEMA_VERSION} in one transaction (nothing changes when a step fails): creates what a
+   * new store lacks, adds the columns of each version, and migrates data (version 2: the one relay URL of
+   * {@code meta.relay_url} becomes the list {@code meta.relay_urls}; rows pushed before may be held by the relay, so
+   * they are marked {@code unsure} and never resealed). Every step is idempotent. A newer store is refused: this code
+   * would not know what its columns mean.
+   */
+  private static void migrate(Connection c, Path file) throws SQLException {
+    int version = storedVersion(c);
+    if (version > SCHEMA_VERSION) {
+      throw new SQLException("the host store " + file + " has schema version " + version + ", newer than this"
+          + " program's " + SCHEMA_VERSION + ": use a newer mbxrelay");
+    }
+    if (version == SCHEMA_VERSION) {
+      return; // no write lock at every open (a `host send` beside a running `host run`)
+    }
+    try (Statement s = c.createStatement()) {
+      s.execute("BEGIN IMMEDIATE");
+    }
+    boolean ok = false;
+    try (Statement s = c.createStatement()) {
+      for (String ddl : SCHEMA) {
+        s.execute(ddl);
+      }
+      addMissingColumns(c, V1_ADDED_COLUMNS);
+      if (version < 2) {
+        addMissingColumns(c, V2_ADDED_COLUMNS);
+        s.execute("UPDATE outbox SET unsure=1 WHERE attempts>0");
+        try (ResultSet rs = s.executeQuery("SELECT v FROM meta WHERE k='relay_url'")) {
+          if (rs.next()) {
+            String urls = io.mbxrelay.wire.Json.stringify(io.mbxrelay.wire.Json.MAPPER.createArrayNode()
+                .add(RelayPins.normalizeUrl(rs.getString(1))));
+            try (PreparedStatement ps = c.prepareStatement("INSERT OR IGNORE INTO meta(k, v) VALUES('relay_urls', ?)")) {
+              ps.setString(1, urls);
+              ps.executeUpdate();
+            }
+          }
+        }
+      }
+      s.execute("INSERT INTO meta(k, v) VALUES('schema_version', '" + SCHEMA_VERSION + "')"
+          + " ON CONFLICT(k) DO UPDATE SET v=excluded.v");
+      s.execute("COMMIT");
+      ok = true;
+    } finally {
+      if (!ok) {
+        try (Statement s = c.createStatement()) {
+          s.execute("ROLLBACK");
+        } catch (SQLException ignored) {
+          // the original failure is what matters
+        }
+      }
+    }
+  }
+
+  /** The stored schema version: 0 for an empty file, 1 for a store from before the version key. */
+  private static int storedVersion(Connection c) throws SQLException {
+    try (Statement s = c.createStatement()) {
+      try (ResultSet rs = s.executeQuery("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'")) {
+        if (!rs.next()) {
+          return 0;
+        }
+      }
+      try (ResultSet rs = s.executeQuery("SELECT v FROM meta WHERE k='schema_version'")) {
+        if (!rs.next()) {
+          return 1;
+        }
+        try {
+          return Integer.parseInt(rs.getString(1));
+        } catch (NumberFormatException e) {
+          throw new SQLException("the host store's schema_version is not a number: " + rs.getString(1));
+        }
+      }
+    }
+  }
+
+  private static void addMissingColumns(Connection c, String[][] columns) throws SQLException {
+    for (String[] col : columns) {
       boolean present = false;
       try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("PRAGMA table_info(" + col[0] + ")")) {
         while (rs.next()) {
@@ -325,6 +418,46 @@ public final class HostStore implements AutoCloseable {
   public synchronized void putSetting(String name, String value) throws SQLException {
     tx(x -> {
       putMeta(name, value);
+      return null;
+    });
+  }
+
+  /**
+   * The relays this host uses, in order ({@code meta.relay_urls}, written by the CLI's {@code host relay set|add|remove}
+   * and {@link #putRelayUrls}). A library {@link HostAgent} uses the list it is given; this one is what the CLI runs,
+   * shows and checks.
+   *
+   * @return normalized relay URLs, first = the one {@code relay set} chose; empty when none is set
+   * @throws SQLException on storage errors
+   */
+  public synchronized List<String> relayUrls() throws SQLException {
+    Optional<String> v = meta("relay_urls");
+    if (v.isEmpty()) {
+      return meta("relay_url").map(u -> List.of(RelayPins.normalizeUrl(u))).orElse(List.of());
+    }
+    List<String> out = new ArrayList<>();
+    io.mbxrelay.wire.Json.parse(v.get()).forEach(n -> out.add(n.asText()));
+    return List.copyOf(out);
+  }
+
+  /**
+   * Stores the relays this host uses (in one transaction; {@code relay_url} keeps the first for older readers).
+   *
+   * @param urls relay URLs (normalized here, duplicates dropped, order kept)
+   * @throws SQLException on storage errors
+   */
+  public synchronized void putRelayUrls(List<String> urls) throws SQLException {
+    java.util.LinkedHashSet<String> set = new java.util.LinkedHashSet<>();
+    urls.forEach(u -> set.add(RelayPins.normalizeUrl(u)));
+    com.fasterxml.jackson.databind.node.ArrayNode a = io.mbxrelay.wire.Json.MAPPER.createArrayNode();
+    set.forEach(a::add);
+    tx(x -> {
+      putMeta("relay_urls", io.mbxrelay.wire.Json.stringify(a));
+      if (set.isEmpty()) {
+        update("DELETE FROM meta WHERE k='relay_url'");
+      } else {
+        putMeta("relay_url", set.iterator().next());
+      }
       return null;
     });
   }
