@@ -93,6 +93,16 @@ final class RelayRows {
     store.update("UPDATE relays SET allowlist_digest=? WHERE url=?", digest, url);
   }
 
+  /** The {@code iat} (epoch ms) of the last allowlist sent to {@code url}; 0 when none. */
+  long allowlistIat(String url) throws SQLException {
+    return store.one("SELECT allowlist_iat FROM relays WHERE url=?", rs -> rs.getLong(1), url).orElse(0L);
+  }
+
+  /** Records the {@code iat} (epoch ms) of an allowlist about to be sent. */
+  void setAllowlistIat(String url, long iat) throws SQLException {
+    store.update("UPDATE relays SET allowlist_iat=? WHERE url=?", iat, url);
+  }
+
   /** Records the epoch ms before which the allowlist is not published again. */
   void setAllowlistNextAt(String url, long nextAt) throws SQLException {
     store.update("UPDATE relays SET allowlist_next_at=? WHERE url=?", nextAt, url);

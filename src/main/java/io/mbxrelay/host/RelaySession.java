@@ -23,6 +23,8 @@ import org.slf4j.LoggerFactory;
 final class RelaySession extends AgentPart {
 
   private static final Logger LOG = LoggerFactory.getLogger(RelaySession.class);
+  /** Retry of an allowlist the relay answered 409 (it holds one dated at most 5 min ahead of its clock), ms. */
+  static final long ALLOWLIST_RETRY_MS = 30_000;
 
 
   /** The longest pull wait the relay offered in the last session, s (0: none). */
@@ -202,16 +204,26 @@ final class RelaySession extends AgentPart {
     if (st.isEmpty() || digest.equals(st.get()[0]) || Long.parseLong(st.get()[1]) > now()) {
       return;
     }
+    // every list is newer than the last one sent (the relay keeps the newest by iat and answers 409 to one that is
+    // not), so two lists within one millisecond or after a clock step back are not refused
+    long iat = Math.max(now(), relays.allowlistIat(url) + 1);
+    relays.setAllowlistIat(url, iat);
     SendersResult r;
     try {
-      r = ctx.transport(relayPub).publishSenders(peers, now());
+      r = ctx.transport(relayPub).publishSenders(peers, iat);
     } catch (RelayUnreachable e) {
       t.notes.add("allowlist not published (relay unreachable); retried next tick");
       return;
     }
-    if (r instanceof SendersResult.Published || (r instanceof Refused f && f.status() == 409)) {
+    if (r instanceof SendersResult.Published) {
       relays.setAllowlistDigest(url, digest);
       t.notes.add("allowlist published (" + peers.size() + " peer(s))");
+    } else if (r instanceof Refused f && f.status() == 409) {
+      // the relay holds a list at least as new (ours from another clock, or one dated ahead): this one is NOT
+      // published, so the peers added since would stay refused; retried with a newer iat until it passes
+      relays.setAllowlistNextAt(url, now() + ALLOWLIST_RETRY_MS);
+      t.notes.add("allowlist not published: the relay holds a newer list (409 " + f.error() + "); retried with a"
+          + " newer iat in " + ALLOWLIST_RETRY_MS / 1000 + " s");
     } else if (r instanceof Refused f && f.status() == 404) {
       relays.setAllowlistNextAt(url, now() + 3_600_000L);
       t.notes.add("relay does not support sender allowlists yet (404); retried in 1 h");
