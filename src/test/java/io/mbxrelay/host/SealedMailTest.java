@@ -175,6 +175,30 @@ class SealedMailTest extends RealRelayTest {
     assertThat(a.row(q.msgId()).state()).isEqualTo("relay-accepted");
   }
 
+  /** Issue 21 bug 2 end to end: the relay serves beta's old v1 ad beside its current v2 ad; mail still goes out. */
+  @Test
+  void aRelayServingAStaleV1AdBesideTheCurrentV2AdStillGetsMailSealedForTheV2Key() throws Exception {
+    Host[] h = pair();
+    Host a = h[0];
+    Host b = h[1];
+    try (RelayTransport raw = new VertxRelayTransport(vertx, relay.url(), "beta", b.key,
+        relay.relayKey.publicKeyB64(), 10_000, 15_000, Clock.systemUTC())) {
+      assertThat(raw.publishEncAdV1("beta", EncKeyPair.generate().publicKeyB64())) // beta's key of long ago
+          .isInstanceOf(EncAdResult.Published.class);
+    }
+    HostAgent.Queued q = a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@beta", "s", BODY),
+        b.pub());
+    TickReport ta = a.agent.tick();
+    assertThat(ta.notes()).noneMatch(n -> n.contains("tampered"));
+    assertThat(ta.accepted()).isEqualTo(1);
+    assertThat(a.store.peer(b.pub()).orElseThrow().adEncPub()).isEqualTo(b.agent.encPublicKey());
+    b.agent.tick();
+    assertThat(b.received).singleElement().satisfies(m -> {
+      assertThat(m.envelope().id()).isEqualTo(q.msgId());
+      assertThat(m.envelope().body()).isEqualTo(BODY);
+    });
+  }
+
   @Test
   void aPinnedEncryptionKeySealsAtOnceWithoutAskingTheRelay() throws Exception {
     Host[] h = pair();
