@@ -741,6 +741,18 @@ public final class HostStore implements AutoCloseable {
   }
 
   /**
+   * The relay's {@code max_item_bytes} from its last info (decoded wire bytes per item), 524,288 before any
+   * (docs/protocol.md §4.7).
+   *
+   * @param url normalized relay URL
+   * @return the limit
+   * @throws SQLException on storage errors
+   */
+  synchronized int maxItemBytes(String url) throws SQLException {
+    return one("SELECT max_item_bytes FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(524_288);
+  }
+
+  /**
    * The relay's {@code retention_days} from its last info, 14 before any.
    *
    * @param url normalized relay URL

@@ -29,7 +29,10 @@ final class Outbox extends AgentPart {
   private static final Logger LOG = LoggerFactory.getLogger(Outbox.class);
   private static final long DAY_MS = 86_400_000L;
   private static final long GRACE_MS = DAY_MS;
-  /** The AgentMBX relays' item limit ({@code max_item_bytes}, docs/protocol.md §4.7), which every relay accepts. */
+  /**
+   * The AgentMBX relays' default item limit ({@code max_item_bytes}, docs/protocol.md §4.7), assumed until a relay's
+   * info says otherwise.
+   */
   static final int MAX_ITEM_BYTES = 524_288;
 
   private final RelaySession session;
@@ -57,9 +60,11 @@ final class Outbox extends AgentPart {
     // the sealed wire carries the ciphertext twice (body and enc.body), so a body under the 256 KB envelope limit can
     // still be over the relay's item limit; its size does not depend on the key, so a throw-away key measures it
     int sealedBytes = seal(plain, io.mbxrelay.host.seal.EncKeyPair.generate().publicKeyB64()).length;
-    if (sealedBytes > MAX_ITEM_BYTES) {
+    int limit = store.maxItemBytes(url); // the relay's own limit from its last info (issue 21 bug 3)
+    if (sealedBytes > limit) {
       throw new IllegalArgumentException("body too large: sealed, the envelope is " + sealedBytes + " bytes, over the"
-          + " relay item limit of " + MAX_ITEM_BYTES + " bytes (bodies up to about 190 KB fit)");
+          + " relay item limit of " + limit + " bytes (" + url + " max_item_bytes; a sealed envelope is about 2.7"
+          + " times its body)");
     }
     synchronized (store) {
       return store.tx(c -> {
@@ -276,10 +281,21 @@ final class Outbox extends AgentPart {
     if (due.isEmpty()) {
       return;
     }
+    int limit = store.maxItemBytes(url);
     List<PushItem> items = new ArrayList<>(due.size());
+    List<HostStore.OutboxRow> fit = new ArrayList<>(due.size());
     for (HostStore.OutboxRow r : due) {
       byte[] wire = this.rows.wire(r.id()).orElseThrow();
+      if (wire.length > limit) {
+        overLimit(t, r, wire.length, limit); // queued before this relay's limit was known: it would refuse it forever
+        continue;
+      }
+      fit.add(r);
       items.add(new PushItem(r.kind(), r.itemId(), List.of(new PushItem.Target(r.targetPubkey(), wire))));
+    }
+    due = fit;
+    if (due.isEmpty()) {
+      return;
     }
     PushResult res;
     try {
@@ -329,6 +345,20 @@ final class Outbox extends AgentPart {
     if (seenEpoch != null) {
       session.epochChange(t, seenEpoch, "relay epoch changed (seen in a push answer)");
     }
+  }
+
+  /** A row over the relay's item limit is not pushed: it becomes {@code undelivered} with an alert. */
+  private void overLimit(TickState t, HostStore.OutboxRow r, int bytes, int limit) throws SQLException {
+    String name = store.peers().getOrDefault(r.targetPubkey(), Fingerprint.ofB64(r.targetPubkey()));
+    String text = "Undelivered to " + name + ": message " + r.msgId() + " is " + bytes + " bytes sealed, over the"
+        + " relay's item limit of " + limit + " bytes (" + url + " max_item_bytes)";
+    store.tx(c -> {
+      rows.deferRow(r.id(), r.nextAt(), "over the relay item limit of " + limit + " bytes");
+      rows.markUndelivered(r.id(), now());
+      ctx.alert("undelivered", r.targetPubkey(), r.itemId(), text);
+      return null;
+    });
+    t.notes.add(text);
   }
 
   private void keepPending(TickState t, List<HostStore.OutboxRow> rows, String why) throws SQLException {

@@ -21,10 +21,10 @@ final class RelayRows {
     return store.one("SELECT session_next_at FROM relays WHERE url=?", rs -> rs.getLong(1), url).orElse(0L);
   }
 
-  /** Stores the relay's announced limits (days, items per push batch, items per pull page). */
-  void setLimits(String url, long retentionDays, long maxBatch, long maxPull) throws SQLException {
-    store.update("UPDATE relays SET retention_days=?, max_batch=?, max_pull=? WHERE url=?", retentionDays, maxBatch,
-        maxPull, url);
+  /** Stores the relay's announced limits (days, items per push batch, items per pull page, bytes per item). */
+  void setLimits(String url, long retentionDays, long maxBatch, long maxPull, long maxItemBytes) throws SQLException {
+    store.update("UPDATE relays SET retention_days=?, max_batch=?, max_pull=?, max_item_bytes=? WHERE url=?",
+        retentionDays, maxBatch, maxPull, maxItemBytes, url);
   }
 
   /** Stores the relay's epoch. */

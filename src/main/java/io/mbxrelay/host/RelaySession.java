@@ -55,7 +55,8 @@ final class RelaySession extends AgentPart {
     sessionRelayPub = relayPub;
     relays.setLimits(url, info.limits().retentionDays() > 0 ? info.limits().retentionDays() : 14,
         info.limits().maxBatch() > 0 ? info.limits().maxBatch() : 200,
-        info.limits().maxPull() > 0 ? info.limits().maxPull() : 500);
+        info.limits().maxPull() > 0 ? info.limits().maxPull() : 500,
+        info.limits().maxItemBytes() > 0 ? info.limits().maxItemBytes() : Outbox.MAX_ITEM_BYTES);
     String stored = st.get().epoch();
     if (stored == null) {
       store.tx(c -> {

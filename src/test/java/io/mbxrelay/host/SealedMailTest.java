@@ -199,6 +199,40 @@ class SealedMailTest extends RealRelayTest {
     });
   }
 
+  /**
+   * Issue 21 bug 3: the sealed-size check used 524,288 bytes whatever the relay announced. It now uses the relay's
+   * {@code max_item_bytes} from its info; mail queued before that was known and over it is not pushed for ever: it
+   * becomes undelivered with an alert.
+   */
+  @Test
+  void theSealedSizeCheckUsesTheRelaysAnnouncedItemLimit() throws Exception {
+    relay.close();
+    relay = io.mbxrelay.testing.RelayHarness.start(dir.resolve("small-relay"),
+        java.util.Map.of("MBX_RELAY_LIMITS_MAX_ITEM_BYTES", "65536"), Clock.systemUTC(), Ed25519KeyPair.generate());
+    Host a = new Host("alpha");
+    Host b = new Host("beta");
+    a.agent.addPeer(b.pub(), "beta", b.agent.encPublicKey());
+    b.agent.addPeer(a.pub(), "alpha");
+    HostAgent.Queued early = a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@beta", "s",
+        "x".repeat(40_000)), b.pub()); // the limit is not known before the first session
+    assertThat(b.agent.tick().session()).isEqualTo("ok");
+    TickReport t = a.agent.tick();
+    assertThat(t.accepted()).isZero();
+    assertThat(a.row(early.msgId()).state()).isEqualTo("undelivered");
+    assertThat(a.store.alerts()).singleElement().satisfies(al -> assertThat(al.text())
+        .startsWith("Undelivered to beta: message " + early.msgId() + " is ")
+        .contains("over the relay's item limit of 65536 bytes"));
+
+    assertThatThrownBy(() -> a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@beta", "s",
+        "x".repeat(40_000)), b.pub())).hasMessageStartingWith("body too large: sealed, the envelope is")
+        .hasMessageContaining("over the relay item limit of 65536 bytes");
+    HostAgent.Queued fits = a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@beta", "s",
+        "x".repeat(20_000)), b.pub());
+    assertThat(a.agent.tick().accepted()).isEqualTo(1);
+    b.agent.tick();
+    assertThat(b.received).singleElement().satisfies(m -> assertThat(m.envelope().id()).isEqualTo(fits.msgId()));
+  }
+
   @Test
   void aPinnedEncryptionKeySealsAtOnceWithoutAskingTheRelay() throws Exception {
     Host[] h = pair();
