@@ -465,6 +465,7 @@ public final class HostAgent implements AutoCloseable {
       try {
         String relayPub2 = session.openSession(t);
         outbox.sealWaiting(t, relayPub2);
+        outbox.resealForNewKeys(t, relayPub2);
         outbox.pushDue(t, relayPub2);
         inbox.pullAll(t, relayPub2, pre != null && relayPub2.equals(relayPub) ? pre : null);
         session.relays.markOk(url, ctx.now());

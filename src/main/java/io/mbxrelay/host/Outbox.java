@@ -72,7 +72,7 @@ final class Outbox extends AgentPart {
             .orElseThrow(() -> new IllegalArgumentException("target is not an accepted peer: add it first"));
         PeerEncKeys.Resolution k = PeerEncKeys.pinned(p);
         if (k.encPub() != null) {
-          insertOutbox(id, targetPubkey, seal(plain, k.encPub()));
+          insertOutbox(id, targetPubkey, seal(plain, k.encPub()), k.encPub(), Json.stringify(plain));
           return new HostAgent.Queued(id, true);
         }
         rows.insertDraft(url, id, targetPubkey, Json.stringify(plain),
@@ -91,9 +91,15 @@ final class Outbox extends AgentPart {
     }
   }
 
-  private void insertOutbox(String msgId, String targetPubkey, byte[] wire) throws SQLException {
+  /**
+   * Queues sealed bytes; {@code encPub} (the key they are sealed for) and {@code plainJson} (the plaintext envelope,
+   * kept on this host so the row can be resealed if the peer's key changes before the relay stored it) are null for
+   * bytes the application sealed itself.
+   */
+  private void insertOutbox(String msgId, String targetPubkey, byte[] wire, String encPub, String plainJson)
+      throws SQLException {
     long now = now();
-    rows.insertEnvelope(url, msgId, targetPubkey, wire, Hashes.sha256Hex(wire), now);
+    rows.insertEnvelope(url, msgId, targetPubkey, wire, Hashes.sha256Hex(wire), encPub, plainJson, now);
   }
 
   /** Whether the bytes are an envelope object whose {@code enc} is null, i.e. with a readable body. */
@@ -131,7 +137,7 @@ final class Outbox extends AgentPart {
         if (existing.isPresent()) {
           return existing.get().equals(hash) ? HostAgent.SendOutcome.ALREADY_QUEUED : HostAgent.SendOutcome.CONFLICT;
         }
-        insertOutbox(msgId, targetPubkey, wire);
+        insertOutbox(msgId, targetPubkey, wire, null, null);
         return HostAgent.SendOutcome.QUEUED;
       });
     }
@@ -212,7 +218,7 @@ final class Outbox extends AgentPart {
   void sealWaiting(TickState t, String relayPub) throws Exception {
     int maxBatch = store.maxBatch(url);
     List<String[]> drafts = rows.draftsDue(url, now(), maxBatch);
-    Map<String, PeerEncKeys.Resolution> keys = new java.util.HashMap<>();
+    Map<String, PeerEncKeys.Resolution> keys = t.keys;
     int sealed = 0;
     for (String[] r : drafts) {
       String target = r[2];
@@ -224,8 +230,9 @@ final class Outbox extends AgentPart {
       if (k.encPub() != null) {
         ObjectNode plain = (ObjectNode) Json.parse(r[3]);
         byte[] wire = seal(plain, k.encPub());
+        String encPub = k.encPub();
         store.tx(c -> {
-          insertOutbox(r[1], target, wire);
+          insertOutbox(r[1], target, wire, encPub, r[3]);
           rows.deleteDraft(Long.parseLong(r[0]));
           return null;
         });
@@ -240,6 +247,35 @@ final class Outbox extends AgentPart {
     }
     if (sealed > 0) {
       t.notes.add(sealed + " waiting message(s) sealed for their peer's key");
+    }
+  }
+
+  /**
+   * Reseals due rows for a peer's new encryption key (issue 21 bug 4): a pending row sealed for a key the peer no
+   * longer advertises (a newer verified ad) or no longer has pinned is sealed again for the current key — but only
+   * while the relay cannot hold its bytes (never pushed, or every push definitely refused: {@code unsure} is 0). A row
+   * the relay may hold keeps its bytes: a reseal under the same id would be a relay {@code conflict}.
+   */
+  void resealForNewKeys(TickState t, String relayPub) throws Exception {
+    List<String[]> due = rows.resealable(url, now(), store.maxBatch(url));
+    int resealed = 0;
+    for (String[] r : due) {
+      String target = r[1];
+      PeerEncKeys.Resolution k = t.keys.get(target);
+      if (k == null) {
+        k = resolve(target, relayPub);
+        t.keys.put(target, k);
+      }
+      if (k.encPub() == null || k.encPub().equals(r[2])) {
+        continue;
+      }
+      byte[] wire = seal((ObjectNode) Json.parse(r[3]), k.encPub());
+      String encPub = k.encPub();
+      store.tx(c -> rows.reseal(Long.parseLong(r[0]), wire, Hashes.sha256Hex(wire), encPub));
+      resealed++;
+    }
+    if (resealed > 0) {
+      t.notes.add(resealed + " queued message(s) resealed for their peer's new encryption key");
     }
   }
 
@@ -301,12 +337,12 @@ final class Outbox extends AgentPart {
     try {
       res = ctx.transport(relayPub).push(items);
     } catch (RelayUnreachable e) {
-      keepPending(t, due, "push outcome unknown (" + e.getMessage() + "); same bytes retried");
+      keepPending(t, due, "push outcome unknown (" + e.getMessage() + "); same bytes retried", true);
       return;
     }
     options.hook().at("push-answered-before-record");
     if (res instanceof Refused f && f.status() == 401) {
-      keepPending(t, due, "push refused: 401 " + f.error());
+      keepPending(t, due, "push refused: 401 " + f.error(), false);
       session.on401(t, relayPub, "push");
       return;
     }
@@ -314,7 +350,9 @@ final class Outbox extends AgentPart {
       String why = res instanceof Refused f ? "push refused: " + f.status() + " " + f.error()
           + (RelaySession.transient_(f.status()) ? "" : " (permanent)")
           : res instanceof BadAnswer b ? "push answer not usable: " + b.why() : "relay key changed";
-      keepPending(t, due, why);
+      // a 5xx (e.g. 503: the relay's writer timed out, outcome unknown) or an unreadable answer may follow a commit
+      boolean unsure = res instanceof BadAnswer || res instanceof Refused f && f.status() >= 500;
+      keepPending(t, due, why, unsure);
       return;
     }
     String currentEpoch = relays.epoch(url).orElse("");
@@ -339,7 +377,10 @@ final class Outbox extends AgentPart {
       } else {
         String why = o instanceof ItemOutcome.Rejected j ? "rejected:" + j.reason()
             : "unverified accept: " + ((ItemOutcome.Unverified) o).why();
-        keepPending(t, List.of(r), why);
+        // the relay may hold bytes under this id: it claimed to (unverified), or holds other ones (conflict)
+        boolean unsure = o instanceof ItemOutcome.Unverified
+            || o instanceof ItemOutcome.Rejected j && j.reason().equals("conflict");
+        keepPending(t, List.of(r), why, unsure);
       }
     }
     if (seenEpoch != null) {
@@ -361,11 +402,16 @@ final class Outbox extends AgentPart {
     t.notes.add(text);
   }
 
-  private void keepPending(TickState t, List<HostStore.OutboxRow> rows, String why) throws SQLException {
+  /** Keeps rows pending with backoff; {@code unsure}: the relay may have stored these bytes (never resealed). */
+  private void keepPending(TickState t, List<HostStore.OutboxRow> rows, String why, boolean unsure)
+      throws SQLException {
     store.tx(c -> {
       for (HostStore.OutboxRow r : rows) {
         long delay = ctx.backoff(1_000, 900_000, r.attempts() + 1);
         this.rows.deferRow(r.id(), now() + delay, why);
+        if (unsure) {
+          this.rows.markUnsure(r.id());
+        }
       }
       return null;
     });

@@ -24,12 +24,38 @@ final class OutboxRows {
         + " VALUES(?, ?, ?, ?, ?, ?, ?)", relay, msgId, targetPubkey, envelopeJson, lastError, now, now);
   }
 
-  /** Queues a sealed envelope as {@code pending}, due now ({@code wireHash}: SHA-256 hex of {@code wire}). */
-  void insertEnvelope(String relay, String msgId, String targetPubkey, byte[] wire, String wireHash, long now)
-      throws SQLException {
+  /**
+   * Queues a sealed envelope as {@code pending}, due now ({@code wireHash}: SHA-256 hex of {@code wire};
+   * {@code encPub}: the key it is sealed for and {@code plainJson}: the plaintext envelope, both null for bytes the
+   * application sealed).
+   */
+  void insertEnvelope(String relay, String msgId, String targetPubkey, byte[] wire, String wireHash, String encPub,
+      String plainJson, long now) throws SQLException {
     store.update("INSERT INTO outbox(relay, kind, item_id, msg_id, target_pubkey, wire, wire_hash, state,"
-        + " next_at, created_at) VALUES(?, 'envelope', ?, ?, ?, ?, ?, 'pending', ?, ?)", relay, msgId, msgId,
-        targetPubkey, wire, wireHash, now, now);
+        + " next_at, created_at, enc_pub, plain) VALUES(?, 'envelope', ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)", relay,
+        msgId, msgId, targetPubkey, wire, wireHash, now, now, encPub, plainJson);
+  }
+
+  /**
+   * Due pending envelopes that could be resealed (the relay cannot hold their bytes, the plaintext is kept):
+   * {@code [id, target_pubkey, enc_pub, plain]}, oldest first, at most {@code limit}.
+   */
+  List<String[]> resealable(String relay, long now, int limit) throws SQLException {
+    return store.query("SELECT id, target_pubkey, enc_pub, plain FROM outbox WHERE relay=? AND kind='envelope' AND"
+        + " state='pending' AND unsure=0 AND plain IS NOT NULL AND enc_pub IS NOT NULL AND next_at<=? ORDER BY id"
+        + " LIMIT ?", rs -> new String[] {rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4)}, relay,
+        now, limit);
+  }
+
+  /** Replaces a resealable row's bytes with ones sealed for {@code encPub}; returns the rows changed. */
+  int reseal(long id, byte[] wire, String wireHash, String encPub) throws SQLException {
+    return store.update("UPDATE outbox SET wire=?, wire_hash=?, enc_pub=? WHERE id=? AND state='pending' AND"
+        + " unsure=0", wire, wireHash, encPub, id);
+  }
+
+  /** The relay may hold this row's bytes (an unknown push outcome): they are never resealed; the plaintext goes. */
+  void markUnsure(long id) throws SQLException {
+    store.update("UPDATE outbox SET unsure=1, plain=NULL WHERE id=?", id);
   }
 
   /** The wire hash of an already queued item with this id for this target; empty when none. */
@@ -40,8 +66,8 @@ final class OutboxRows {
 
   /** Settles a message's envelope rows for one target; returns the rows changed. */
   int markSettled(String msgId, String targetPubkey, long now) throws SQLException {
-    return store.update("UPDATE outbox SET state='settled', done_at=? WHERE kind='envelope' AND msg_id=? AND"
-        + " target_pubkey=? AND state<>'settled'", now, msgId, targetPubkey);
+    return store.update("UPDATE outbox SET state='settled', done_at=?, plain=NULL WHERE kind='envelope' AND msg_id=?"
+        + " AND target_pubkey=? AND state<>'settled'", now, msgId, targetPubkey);
   }
 
   /** Moves live outbox rows of other relay URLs to {@code relay} (relay-accepted ones to re-push); returns count. */
@@ -69,7 +95,7 @@ final class OutboxRows {
 
   /** Marks a row {@code unconfirmed} (deadline passed without a receipt). */
   void markUnconfirmed(long id, long now) throws SQLException {
-    store.update("UPDATE outbox SET state='unconfirmed', done_at=? WHERE id=?", now, id);
+    store.update("UPDATE outbox SET state='unconfirmed', done_at=?, plain=NULL WHERE id=?", now, id);
   }
 
   /** Pending envelopes created at or before {@code createdBefore} (never accepted within the retention). */
@@ -80,7 +106,7 @@ final class OutboxRows {
 
   /** Marks a row {@code undelivered} (the relay never accepted it). */
   void markUndelivered(long id, long now) throws SQLException {
-    store.update("UPDATE outbox SET state='undelivered', done_at=? WHERE id=?", now, id);
+    store.update("UPDATE outbox SET state='undelivered', done_at=?, plain=NULL WHERE id=?", now, id);
   }
 
   /** Due drafts, oldest first, at most {@code limit}: {@code [id, msg_id, target_pubkey, envelope, attempts]}. */
@@ -114,8 +140,8 @@ final class OutboxRows {
   /** Records a relay accept on a pending or re-push row (state {@code relay-accepted} or {@code sent}). */
   void markAccepted(long id, String state, long seq, String epoch, String acceptJson, String acceptSig,
       long acceptedAt, long deadlineAt, String lastError) throws SQLException {
-    store.update("UPDATE outbox SET state=?, seq=?, epoch=?, accept=?, accept_sig=?,"
-        + " accepted_at=?, deadline_at=?, last_error=? WHERE id=? AND state IN ('pending', 'repush')", state, seq,
+    store.update("UPDATE outbox SET state=?, seq=?, epoch=?, accept=?, accept_sig=?, accepted_at=?, deadline_at=?,"
+        + " last_error=?, unsure=1, plain=NULL WHERE id=? AND state IN ('pending', 'repush')", state, seq,
         epoch, acceptJson, acceptSig, acceptedAt, deadlineAt, lastError, id);
   }
 
@@ -157,7 +183,7 @@ final class OutboxRows {
 
   /** Marks a row {@code expired} (the relay expired it before the target pulled it). */
   void markExpired(long id, long now) throws SQLException {
-    store.update("UPDATE outbox SET state='expired', done_at=? WHERE id=?", now, id);
+    store.update("UPDATE outbox SET state='expired', done_at=?, plain=NULL WHERE id=?", now, id);
   }
 
   /** Whether an outbox row (pending or re-push) or a draft of {@code relay} is due at {@code now}. */

@@ -387,6 +387,27 @@ class HostAgentTest extends RealRelayTest {
     assertThat(b.received).containsExactly(id);
   }
 
+  /** A row whose push outcome was unknown may be held by the relay: a key change does not reseal it (no conflict). */
+  @Test
+  void aRowTheRelayMayHoldIsNotResealedForANewKeyAndItsRetryIsADuplicate() throws Exception {
+    Host[] h = pair();
+    Host a = h[0];
+    Host b = h[1];
+    a.agent.addPeer(b.pub(), "beta", io.mbxrelay.host.seal.EncKeyPair.generate().publicKeyB64());
+    HostAgent.Queued q = a.agent.sendMessage(io.mbxrelay.host.seal.SealedEnvelope.Draft.message("owner@alpha",
+        "owner@beta", "s", "x"), b.pub());
+    a.transport.losePushAnswers = 1;
+    a.tick();
+    String hash = a.row(q.msgId()).wireHash();
+    a.agent.addPeer(b.pub(), "beta", b.agent.encPublicKey());
+    a.clock.advance(Duration.ofHours(1));
+    TickReport t = a.tick();
+    assertThat(t.notes()).noneMatch(n -> n.contains("resealed"));
+    assertThat(t.accepted()).isEqualTo(1);
+    assertThat(a.row(q.msgId()).wireHash()).isEqualTo(hash);
+    assertThat(a.row(q.msgId()).lastError()).isEqualTo("duplicate");
+  }
+
   @Test
   void aForgedAcceptOrARejectedResultKeepsTheRow() throws Exception {
     Host[] h = pair();

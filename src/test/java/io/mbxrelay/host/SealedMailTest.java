@@ -233,6 +233,62 @@ class SealedMailTest extends RealRelayTest {
     assertThat(b.received).singleElement().satisfies(m -> assertThat(m.envelope().id()).isEqualTo(fits.msgId()));
   }
 
+  /**
+   * Issue 21 bug 4: mail sealed for a peer's old encryption key was not resealed after the peer's key changed, so
+   * the peer quarantined it ("body does not open"). A pending row the relay never stored is now resealed for the key
+   * pinned since.
+   */
+  @Test
+  void mailNotYetStoredByTheRelayIsResealedWhenThePeersPinnedKeyChanges() throws Exception {
+    Host a = new Host("alpha");
+    Host b = new Host("beta");
+    a.agent.addPeer(b.pub(), "beta", EncKeyPair.generate().publicKeyB64()); // the key beta had before
+    b.agent.addPeer(a.pub(), "alpha");
+    HostAgent.Queued q = a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@beta", "s", BODY),
+        b.pub());
+    a.agent.tick(); // beta is not enrolled yet: refused, the relay stored nothing
+    assertThat(a.row(q.msgId()).lastError()).isEqualTo("rejected:target not enrolled");
+    a.agent.addPeer(b.pub(), "beta", b.agent.encPublicKey()); // beta rotated; its owner pins the new key
+    assertThat(b.agent.tick().session()).isEqualTo("ok");
+    a.clock.advance(java.time.Duration.ofHours(1));
+    TickReport t = a.agent.tick();
+    assertThat(t.notes()).contains("1 queued message(s) resealed for their peer's new encryption key");
+    assertThat(t.accepted()).isEqualTo(1);
+    TickReport tb = b.agent.tick();
+    assertThat(tb.quarantined()).isZero();
+    assertThat(b.received).singleElement().satisfies(m -> assertThat(m.envelope().body()).isEqualTo(BODY));
+  }
+
+  /** Issue 21 bug 4, the relay-ad way: beta advertises a new key while alpha's row waits; it is resealed for it. */
+  @Test
+  void mailNotYetStoredByTheRelayIsResealedWhenThePeerAdvertisesANewKey() throws Exception {
+    Host a = new Host("alpha");
+    Host b = new Host("beta");
+    b.agent.addPeer(Ed25519KeyPair.generate().publicKeyB64(), "gamma"); // beta's allowlist does not name alpha yet
+    assertThat(b.agent.tick().session()).isEqualTo("ok");
+    a.agent.addPeer(b.pub(), "beta");
+    String oldKey = b.agent.encPublicKey();
+    HostAgent.Queued q = a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@beta", "s", BODY),
+        b.pub());
+    a.agent.tick(); // sealed for beta's advertised key, refused by beta's allowlist
+    assertThat(a.row(q.msgId()).lastError()).isEqualTo("rejected:sender not accepted by target");
+    assertThat(a.store.peer(b.pub()).orElseThrow().adEncPub()).isEqualTo(oldKey);
+
+    EncKeyPair fresh = EncKeyPair.generate(); // beta rotates its encryption key and advertises the new one
+    b.store.putSetting("enc_priv", fresh.privateKeyB64());
+    b.store.putSetting("enc_pub", fresh.publicKeyB64());
+    b.clock.advance(java.time.Duration.ofMinutes(1));
+    b.agent.addPeer(a.pub(), "alpha");
+    assertThat(b.agent.tick().notes()).anyMatch(n -> n.startsWith("enc-key ad published"));
+
+    a.clock.advance(java.time.Duration.ofHours(1));
+    TickReport t = a.agent.tick();
+    assertThat(t.notes()).contains("1 queued message(s) resealed for their peer's new encryption key");
+    assertThat(t.accepted()).isEqualTo(1);
+    assertThat(b.agent.tick().quarantined()).isZero();
+    assertThat(b.received).singleElement().satisfies(m -> assertThat(m.envelope().body()).isEqualTo(BODY));
+  }
+
   @Test
   void aPinnedEncryptionKeySealsAtOnceWithoutAskingTheRelay() throws Exception {
     Host[] h = pair();
