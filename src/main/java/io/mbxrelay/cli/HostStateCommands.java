@@ -287,9 +287,15 @@ final class HostStateCommands {
 
   static HostAgent agent(Base b, HostStore s, Ed25519KeyPair key, StandaloneTransports t, SealedInbox.Handler h)
       throws Exception {
+    return agent(b, s, key, t, h, HostAgent.Options.DEFAULT_KEY_WAIT_ALERT_MS);
+  }
+
+  static HostAgent agent(Base b, HostStore s, Ed25519KeyPair key, StandaloneTransports t, SealedInbox.Handler h,
+      long keyWaitAlertMs) throws Exception {
     String name = Base.setting(s, "host_name", "run `mbxrelay host init` first");
     String url = s.setting("relay_url").orElse("http://relay.invalid");
-    HostAgent.Options o = new HostAgent.Options(name, "", Clock.systemUTC(), new java.security.SecureRandom(), null);
+    HostAgent.Options o = new HostAgent.Options(name, "", Clock.systemUTC(), new java.security.SecureRandom(), null,
+        keyWaitAlertMs);
     RelayTransportFactoryHolder f = new RelayTransportFactoryHolder(t);
     return new HostAgent(s, key, url, o, f::open, new SealedInbox(s, h, true, Clock.systemUTC()));
   }
@@ -524,6 +530,15 @@ final class HostStateCommands {
 
     long intervalMs = 5000;
 
+    @Option(names = "--key-wait-alert-ms", defaultValue = "86400000", paramLabel = "MS",
+        description = "Alert (status, doctor) about a message still waiting for its peer's encryption key after this"
+            + " long; it keeps waiting (default: ${DEFAULT-VALUE}, 24 h).")
+    void keyWaitAlertMs(long ms) {
+      keyWaitAlertMs = atLeastOne("--key-wait-alert-ms", ms);
+    }
+
+    long keyWaitAlertMs = HostAgent.Options.DEFAULT_KEY_WAIT_ALERT_MS;
+
     /** A duration option below 1 ms is a usage error (exit 2), not a silent 100 ms. */
     private long atLeastOne(String option, long ms) {
       if (ms < 1) {
@@ -537,7 +552,7 @@ final class HostStateCommands {
     int run() throws Exception {
       Ed25519KeyPair key = key();
       try (HostStore s = store(); StandaloneTransports t = new StandaloneTransports(key, Clock.systemUTC());
-          HostAgent a = agent(this, s, key, t, this::deliver)) {
+          HostAgent a = agent(this, s, key, t, this::deliver, keyWaitAlertMs)) {
         setting(s, "relay_url", "no relay set: run `mbxrelay host relay set URL` first");
         int wait = (int) Math.max(1, intervalMs / 1000);
         String lastSession = null;

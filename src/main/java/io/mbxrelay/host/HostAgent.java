@@ -57,8 +57,15 @@ public final class HostAgent implements AutoCloseable {
    * @param clock time source for {@code next_at}, deadlines and records
    * @param random jitter source
    * @param hook crash hook (tests), never null
+   * @param keyWaitAlertMs how long a message may wait for its peer's encryption key before an alert says so (ms,
+   *     at least 1; it keeps waiting afterwards)
    */
-  public record Options(String hostName, String ownerFp, Clock clock, RandomGenerator random, Hook hook) {
+  public record Options(String hostName, String ownerFp, Clock clock, RandomGenerator random, Hook hook,
+      long keyWaitAlertMs) {
+
+    /** Default of {@link #keyWaitAlertMs()}: 24 h. */
+    public static final long DEFAULT_KEY_WAIT_ALERT_MS = 86_400_000L;
+
     /** Validates. */
     public Options {
       if (hostName == null || !ReceiptCheck.HOST_RE.matcher(hostName).matches()) {
@@ -68,16 +75,42 @@ public final class HostAgent implements AutoCloseable {
       Objects.requireNonNull(clock);
       Objects.requireNonNull(random);
       hook = hook == null ? p -> { } : hook;
+      if (keyWaitAlertMs < 1) {
+        throw new IllegalArgumentException("keyWaitAlertMs must be at least 1");
+      }
     }
 
     /**
-     * Defaults: system clock, a fresh random source, no hook.
+     * Options with the default key-wait alert (24 h).
+     *
+     * @param hostName this host's name
+     * @param ownerFp owner fingerprint or ""
+     * @param clock time source
+     * @param random jitter source
+     * @param hook crash hook or null
+     */
+    public Options(String hostName, String ownerFp, Clock clock, RandomGenerator random, Hook hook) {
+      this(hostName, ownerFp, clock, random, hook, DEFAULT_KEY_WAIT_ALERT_MS);
+    }
+
+    /**
+     * Defaults: system clock, a fresh random source, no hook, key-wait alert after 24 h.
      *
      * @param hostName this host's name
      * @return the options
      */
     public static Options of(String hostName) {
       return new Options(hostName, "", Clock.systemUTC(), new java.security.SecureRandom(), null);
+    }
+
+    /**
+     * These options with another key-wait alert time.
+     *
+     * @param ms the time, ms (at least 1)
+     * @return the new options
+     */
+    public Options withKeyWaitAlertMs(long ms) {
+      return new Options(hostName, ownerFp, clock, random, hook, ms);
     }
   }
 

@@ -506,7 +506,7 @@ public final class HostStore implements AutoCloseable {
    * An alert for people.
    *
    * @param at ms since the epoch
-   * @param kind {@code unconfirmed | expired | relay-key-changed | undelivered}
+   * @param kind {@code unconfirmed | expired | relay-key-changed | undelivered | waiting-for-key}
    * @param relay relay URL or null
    * @param targetPubkey the peer concerned or null
    * @param itemId the item concerned or null

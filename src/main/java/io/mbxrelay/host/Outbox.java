@@ -175,10 +175,26 @@ final class Outbox extends AgentPart {
     }
   }
 
-  /** The sender's own deadline (docs/protocol.md §7.3): no relay notice needed. */
+  /**
+   * The sender's own deadlines (docs/protocol.md §7.3): no relay notice needed. Also a message that has waited
+   * {@link HostAgent.Options#keyWaitAlertMs()} for its peer's encryption key raises one {@code waiting-for-key} alert
+   * (issue 21 bug 5); it keeps waiting.
+   */
   void checkDeadlines(TickState t) throws SQLException {
     long now = now();
     Map<String, String> peers = store.peers();
+    for (String[] d : rows.draftsWaitingSince(now - options.keyWaitAlertMs())) {
+      String name = peers.getOrDefault(d[2], Fingerprint.ofB64(d[2]));
+      String text = "Not sent yet to " + name + ": message " + d[1] + " has waited " + waited(now - Long.parseLong(
+          d[3])) + " for " + name + "'s encryption key (" + d[4] + "); it stays queued and goes out once a key is"
+          + " known (" + name + " advertises one when it runs, or pin it with `host peer add --enc-key`)";
+      store.tx(c -> {
+        rows.markDraftAlerted(Long.parseLong(d[0]), now);
+        ctx.alert("waiting-for-key", d[2], d[1], text);
+        return null;
+      });
+      t.notes.add(text);
+    }
     for (HostStore.OutboxRow r : rows.pastDeadline(url, now)) {
       String name = peers.getOrDefault(r.targetPubkey(), Fingerprint.ofB64(r.targetPubkey()));
       boolean everReceipt = rows.everReceiptFrom(r.targetPubkey());
@@ -207,6 +223,11 @@ final class Outbox extends AgentPart {
       });
       t.notes.add(text);
     }
+  }
+
+  /** A duration for people: minutes below 2 h, else hours. */
+  static String waited(long ms) {
+    return ms < 7_200_000L ? Math.max(1, ms / 60_000) + " min" : ms / 3_600_000 + " h";
   }
 
   /**

@@ -116,6 +116,21 @@ final class OutboxRows {
             rs.getString(4), rs.getString(5)}, relay, now, limit);
   }
 
+  /**
+   * Drafts created at or before {@code createdBefore} that raised no key-wait alert yet: {@code [id, msg_id,
+   * target_pubkey, created_at, last_error]}.
+   */
+  List<String[]> draftsWaitingSince(long createdBefore) throws SQLException {
+    return store.query("SELECT id, msg_id, target_pubkey, created_at, last_error FROM drafts WHERE created_at<=? AND"
+        + " alerted_at IS NULL ORDER BY id", rs -> new String[] {rs.getString(1), rs.getString(2), rs.getString(3),
+            rs.getString(4), rs.getString(5)}, createdBefore);
+  }
+
+  /** Records that a draft raised its key-wait alert. */
+  void markDraftAlerted(long id, long now) throws SQLException {
+    store.update("UPDATE drafts SET alerted_at=? WHERE id=?", now, id);
+  }
+
   /** Deletes a draft (it was sealed into the outbox). */
   void deleteDraft(long id) throws SQLException {
     store.update("DELETE FROM drafts WHERE id=?", id);

@@ -331,6 +331,45 @@ class SealedMailTest extends RealRelayTest {
     assertThat(b.received).singleElement().satisfies(m -> assertThat(m.envelope().body()).isEqualTo(BODY));
   }
 
+  /**
+   * Issue 21 bug 5: a message waiting for its peer's key had no deadline. After {@code keyWaitAlertMs} (24 h by
+   * default) it raises one alert, and keeps waiting.
+   */
+  @Test
+  void aMessageWaitingTooLongForItsPeersKeyRaisesOneAlertAndKeepsWaiting() throws Exception {
+    Host a = new Host("alpha");
+    Host b = new Host("beta");
+    a.agent.addPeer(b.pub(), "beta"); // beta never runs: no ad
+    HostAgent.Queued q = a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@beta", "s", "x"),
+        b.pub());
+    a.agent.tick();
+    a.clock.advance(java.time.Duration.ofHours(23));
+    a.agent.tick();
+    assertThat(a.store.alerts()).isEmpty();
+    a.clock.advance(java.time.Duration.ofHours(2));
+    TickReport t = a.agent.tick();
+    assertThat(t.notes()).anyMatch(n -> n.startsWith("Not sent yet to beta: message " + q.msgId() + " has waited 25 h"
+        + " for beta's encryption key (no encryption key: the relay has no ad"));
+    a.clock.advance(java.time.Duration.ofHours(1));
+    a.agent.tick();
+    assertThat(a.store.alerts()).singleElement().satisfies(al -> {
+      assertThat(al.kind()).isEqualTo("waiting-for-key");
+      assertThat(al.itemId()).isEqualTo(q.msgId());
+    });
+    assertThat(a.store.drafts()).singleElement().satisfies(d -> assertThat(d.msgId()).isEqualTo(q.msgId()));
+
+    HostAgent.Options soon = new HostAgent.Options("alpha", "", a.clock, new Random(5), null).withKeyWaitAlertMs(
+        600_000);
+    try (HostAgent quick = new HostAgent(a.store, a.key, relay.url(), soon, (u, n, rp) -> new VertxRelayTransport(
+        vertx, u, n, a.key, rp, 10_000, 15_000, Clock.systemUTC()), d -> new HostApplication.Verdict.Accepted(null))) {
+      HostAgent.Queued q2 = quick.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@beta", "s", "y"),
+          b.pub());
+      a.clock.advance(java.time.Duration.ofMinutes(11));
+      quick.tick();
+      assertThat(a.store.alerts()).hasSize(2).last().satisfies(al -> assertThat(al.itemId()).isEqualTo(q2.msgId()));
+    }
+  }
+
   @Test
   void mailThatDoesNotOpenIsQuarantinedWithItsReasonAndNeverReachesTheApplication() throws Exception {
     Host[] h = pair();
