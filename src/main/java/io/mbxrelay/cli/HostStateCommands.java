@@ -257,6 +257,9 @@ final class HostStateCommands {
         + " checked against PUBKEY.")
     String encKey;
 
+    @Option(names = "--rename", description = "PUBKEY is already a peer under another name: rename it to NAME.")
+    boolean rename;
+
     @Override
     int run() throws Exception {
       if (!B64.isPubkey(pubkey)) {
@@ -270,10 +273,20 @@ final class HostStateCommands {
         throw new HostSupport.Failure(HostSupport.USAGE,
             "--enc-key must be a base64 32-byte X25519 key (not a low-order point)");
       }
+      String was;
       try (HostStore s = store(); HostAgent a = agent(this, s, key(), null)) {
+        was = s.peer(pubkey).map(HostStore.Peer::name).orElse(null);
+        if (was != null && !was.equals(name)) {
+          if (!rename) {
+            throw new HostSupport.Failure(HostSupport.USAGE, "peer " + Fingerprint.ofB64(pubkey) + " is already"
+                + " accepted as " + was + "; nothing changed (pass --rename to rename it to " + name + ")");
+          }
+          a.renamePeer(pubkey, name);
+        }
         a.addPeer(pubkey, name, encKey);
       }
-      err().println("[mbxrelay] peer " + name + " (" + Fingerprint.ofB64(pubkey) + ") accepted"
+      err().println("[mbxrelay] peer " + name + " (" + Fingerprint.ofB64(pubkey) + ") "
+          + (was == null ? "accepted" : !was.equals(name) ? "renamed from " + was : "already accepted")
           + (encKey != null ? ", encryption key pinned" : ""));
       return HostSupport.OK;
     }

@@ -277,9 +277,34 @@ public final class HostAgent implements AutoCloseable {
    * @param name the peer's host name ({@code HOST_RE}; its ads and addresses must name it)
    * @param encPub the peer's X25519 key (base64, 32 bytes), or null to leave the pinned key as it is
    * @throws SQLException on storage errors
-   * @throws IllegalArgumentException for a malformed key
+   * @throws IllegalArgumentException for a malformed key, or a key already accepted under another name (a peer is
+   *     renamed only with {@link #renamePeer}: its name is what its mail and receipts are checked against)
    */
   public void addPeer(String hostPubkey, String name, String encPub) throws SQLException {
+    addPeer(hostPubkey, name, encPub, false);
+  }
+
+  /**
+   * Renames an accepted peer (issue 21 bug 6: {@link #addPeer} no longer renames silently).
+   *
+   * @param hostPubkey the peer's base64 host key (must be accepted)
+   * @param name its new host name ({@code HOST_RE})
+   * @throws SQLException on storage errors
+   * @throws IllegalArgumentException when the key is not an accepted peer
+   */
+  public void renamePeer(String hostPubkey, String name) throws SQLException {
+    synchronized (store) {
+      if (store.peer(hostPubkey).isEmpty()) {
+        throw new IllegalArgumentException("not an accepted peer: add it first");
+      }
+    }
+    addPeer(hostPubkey, name, null, true);
+  }
+
+  private void addPeer(String hostPubkey, String name, String encPub, boolean rename) throws SQLException {
+    if (name == null || !ReceiptCheck.HOST_RE.matcher(name).matches()) {
+      throw new IllegalArgumentException("peer name must be a host name ([A-Za-z0-9][A-Za-z0-9._-]{0,62})");
+    }
     if (!io.mbxrelay.wire.B64.isPubkey(hostPubkey)) {
       throw new IllegalArgumentException("peer key must be a base64 32-byte public key");
     }
@@ -292,6 +317,11 @@ public final class HostAgent implements AutoCloseable {
     }
     synchronized (store) {
       store.tx(c -> {
+        Optional<HostStore.Peer> known = store.peer(hostPubkey);
+        if (known.isPresent() && !known.get().name().equals(name) && !rename) {
+          throw new IllegalArgumentException("that key is already the accepted peer " + known.get().name()
+              + "; rename it with renamePeer (CLI: peer add --rename)");
+        }
         store.upsertPeer(hostPubkey, name, ctx.now(), encPub);
         return null;
       });

@@ -125,6 +125,30 @@ class HostStateCommandsTest {
     return new String[] {a, b};
   }
 
+  /** Issue 21 bug 6: `peer add` with a key already known under another name renamed it silently. */
+  @Test
+  void peerAddWithAKnownKeyAndAnotherNameIsRefusedUnlessRenameIsGiven() throws Exception {
+    String a = dir.resolve("a").toString();
+    run("host", "init", "--dir", a, "--name", "alpha");
+    String pb = io.mbxrelay.crypto.Ed25519KeyPair.generate().publicKeyB64();
+    assertThat(run("host", "peer", "add", pb, "--name", "beta", "--dir", a).code()).isZero();
+    Run again = run("host", "peer", "add", pb, "--name", "beta", "--dir", a);
+    assertThat(again.code()).isZero();
+    assertThat(again.err()).contains("already accepted");
+    Run other = run("host", "peer", "add", pb, "--name", "gamma", "--dir", a);
+    assertThat(other.code()).isEqualTo(2);
+    assertThat(other.err()).contains("is already accepted as beta; nothing changed (pass --rename");
+    try (io.mbxrelay.host.HostStore s = io.mbxrelay.host.HostStore.open(dir.resolve("a").resolve("host.db"))) {
+      assertThat(s.peer(pb).orElseThrow().name()).isEqualTo("beta");
+    }
+    Run renamed = run("host", "peer", "add", pb, "--name", "gamma", "--rename", "--dir", a);
+    assertThat(renamed.code()).as(renamed.err()).isZero();
+    assertThat(renamed.err()).contains("peer gamma (").contains("renamed from beta");
+    try (io.mbxrelay.host.HostStore s = io.mbxrelay.host.HostStore.open(dir.resolve("a").resolve("host.db"))) {
+      assertThat(s.peer(pb).orElseThrow().name()).isEqualTo("gamma");
+    }
+  }
+
   @Test
   void runExecGetsEachBodyOnStdinAndAFailingCommandLeavesTheMessageForTheNextTick() throws Exception {
     String[] ab = pairedHosts();

@@ -402,6 +402,11 @@ class SealedMailTest extends RealRelayTest {
         peer.publicKeyB64())).hasMessage("subject is required");
     assertThatThrownBy(() -> a.agent.addPeer(peer.publicKeyB64(), "x", "not-a-key"))
         .hasMessageContaining("X25519");
+    assertThatThrownBy(() -> a.agent.addPeer(peer.publicKeyB64(), "y")) // issue 21 bug 6: no silent rename
+        .hasMessage("that key is already the accepted peer x; rename it with renamePeer (CLI: peer add --rename)");
+    assertThat(a.store.peer(peer.publicKeyB64()).orElseThrow().name()).isEqualTo("x");
+    a.agent.renamePeer(peer.publicKeyB64(), "y");
+    a.agent.renamePeer(peer.publicKeyB64(), "x");
     String lowOrder = Base64.getEncoder().encodeToString(new byte[32]);
     assertThatThrownBy(() -> a.agent.addPeer(peer.publicKeyB64(), "x", lowOrder)).hasMessageContaining("low-order");
     assertThatThrownBy(() -> a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@x", "s",
