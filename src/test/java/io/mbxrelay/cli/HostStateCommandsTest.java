@@ -149,6 +149,33 @@ class HostStateCommandsTest {
     }
   }
 
+  /**
+   * Issue 21 bug 7: `host push --key-file F` ignored the pin `host relay set` stored in that host's directory and
+   * asked for --relay-key (and then the fingerprint by hand). Now it uses that pin, and `--dir` works as for the
+   * other host commands (key, pins, and the host's relay when --relay is left out).
+   */
+  @Test
+  void pushAndPullUseTheRelayPinnedInTheHostDirectory() throws Exception {
+    String[] ab = pairedHosts();
+    String pb = run("host", "init", "--dir", ab[1], "--name", "beta", "--json").json().get("pubkey").asText();
+    java.nio.file.Path file = dir.resolve("env.json");
+    String id = io.mbxrelay.testing.Envelopes.newId();
+    java.nio.file.Files.write(file, io.mbxrelay.testing.Envelopes.sealed(id));
+    assertThat(run("host", "run", "--once", "--dir", ab[0]).code()).isZero(); // alpha enrols
+    Run push = run("host", "push", "--relay", relay.url(), "--key-file", dir.resolve("a").resolve("host.key")
+        .toString(), "--to", pb, "--file", file.toString());
+    assertThat(push.code()).as(push.err()).isZero();
+    assertThat(push.json().get("status").asText()).isEqualTo("accepted");
+    assertThat(push.err()).contains("receipt verified").doesNotContain("pinned relay key");
+    assertThat(java.nio.file.Files.exists(dir.resolve("a").resolve("relays.json"))).isFalse();
+    Run again = run("host", "push", "--dir", ab[0], "--to", pb, "--file", file.toString());
+    assertThat(again.code()).as(again.err()).isZero();
+    assertThat(again.json().get("status").asText()).isEqualTo("duplicate");
+    Run pull = run("host", "pull", "--dir", ab[1], "--json");
+    assertThat(pull.code()).as(pull.err()).isZero();
+    assertThat(pull.json().get("items")).anySatisfy(i -> assertThat(i.get("item_id").asText()).isEqualTo(id));
+  }
+
   @Test
   void runExecGetsEachBodyOnStdinAndAFailingCommandLeavesTheMessageForTheNextTick() throws Exception {
     String[] ab = pairedHosts();
