@@ -146,6 +146,11 @@ final class RelayRows {
     store.update("UPDATE relays SET last_error=NULL, last_ok_at=?, session_failures=0 WHERE url=?", nowMs, url);
   }
 
+  /** Records how the relay's part of the last tick went ({@link TickReport.Relay#session()}). */
+  void setLastSession(String url, String session) throws SQLException {
+    store.update("UPDATE relays SET last_session=? WHERE url=?", session, url);
+  }
+
   /** Records the last relay problem (nullable text). */
   void setLastError(String url, String error) throws SQLException {
     store.update("UPDATE relays SET last_error=? WHERE url=?", error, url);

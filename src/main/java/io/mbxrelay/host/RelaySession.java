@@ -17,8 +17,9 @@ import org.slf4j.LoggerFactory;
 /**
  * The relay session of one tick (docs/protocol.md §6 "Per tick"; docs/host-library.md "What a tick does" step 2):
  * signed info and the pin check, the epoch check, enrolment (with its backoff), the sender allowlist and this host's
- * enc-key ad; the epoch change / rewind every part of the tick may meet; the 401 handling. Used by {@link HostAgent}
- * only, under its store lock, on the ticking thread.
+ * enc-key ad; the epoch change / rewind every part of the tick may meet; the 401 handling — for one relay (its
+ * {@link RelayLane}: another relay's session is not affected). Used by {@link HostAgent} only, under its store lock,
+ * on the ticking thread.
  */
 final class RelaySession extends AgentPart {
 
@@ -32,8 +33,11 @@ final class RelaySession extends AgentPart {
   /** The relay key of the last session (the long-poll wait uses its transport). */
   volatile String sessionRelayPub;
 
-  RelaySession(AgentContext ctx) {
-    super(ctx);
+  private final RelayLane lane;
+
+  RelaySession(AgentContext ctx, RelayLane lane) {
+    super(ctx, lane.url);
+    this.lane = lane;
   }
 
   String openSession(TickState t) throws Exception {
@@ -101,8 +105,8 @@ final class RelaySession extends AgentPart {
     EncAdResult v2;
     EncAdResult v1;
     try {
-      v2 = ctx.transport(relayPub).publishEncAd(name, encPub, now());
-      v1 = ctx.transport(relayPub).publishEncAdV1(name, encPub);
+      v2 = lane.transport(relayPub).publishEncAd(name, encPub, now());
+      v1 = lane.transport(relayPub).publishEncAdV1(name, encPub);
     } catch (RelayUnreachable e) {
       t.notes.add("enc-key ad not published (relay unreachable); retried next tick");
       return;
@@ -124,7 +128,7 @@ final class RelaySession extends AgentPart {
   private RelayInfo info(TickState t, String relayPub) throws Exception {
     InfoResult r;
     try {
-      r = ctx.transport(relayPub).info();
+      r = lane.transport(relayPub).info();
     } catch (RelayUnreachable e) {
       throw sessionFailure("unreachable", "relay unreachable: " + e.getMessage(), 30_000);
     }
@@ -165,7 +169,7 @@ final class RelaySession extends AgentPart {
     }
     EnrolResult r;
     try {
-      r = ctx.transport(relayPub).enrol(options.ownerFp());
+      r = lane.transport(relayPub).enrol(options.ownerFp());
     } catch (RelayUnreachable e) {
       throw sessionFailure("unreachable", "relay unreachable while enrolling: " + e.getMessage(), 30_000);
     }
@@ -211,7 +215,7 @@ final class RelaySession extends AgentPart {
     relays.setAllowlistIat(url, iat);
     SendersResult r;
     try {
-      r = ctx.transport(relayPub).publishSenders(peers, iat);
+      r = lane.transport(relayPub).publishSenders(peers, iat);
     } catch (RelayUnreachable e) {
       t.notes.add("allowlist not published (relay unreachable); retried next tick");
       return;
