@@ -492,6 +492,21 @@ public final class HostAgent implements AutoCloseable {
     return out;
   }
 
+  /**
+   * The {@link #doctor()} lines about one relay only, without the {@code relay <url>:} prefix (pin, key change, last
+   * problem, outbox rows, quarantine).
+   *
+   * @param store the host store
+   * @param relayUrl the relay URL
+   * @return its problem lines (empty when it is healthy)
+   * @throws SQLException on storage errors
+   */
+  public static List<String> relayDoctor(HostStore store, String relayUrl) throws SQLException {
+    synchronized (store) {
+      return relayDoctor(store, new OutboxRows(store), RelayPins.normalizeUrl(relayUrl));
+    }
+  }
+
   private static List<String> relayDoctor(HostStore store, OutboxRows outboxRows, String u) throws SQLException {
     List<String> out = new ArrayList<>();
     Optional<HostStore.RelayState> st = store.relay(u);

@@ -524,9 +524,12 @@ public final class HostStore implements AutoCloseable {
    * @param retentionDays retention from the relay's info (days)
    * @param lastError last session problem, or null
    * @param lastOkAt last successful session, ms, or null
+   * @param lastSession how the relay's part of the last tick went ({@link TickReport.Relay#session()}), or null
+   *     before the first
+   * @param maxItemBytes the relay's {@code max_item_bytes} from its last info (524,288 before any)
    */
   public record RelayState(String url, String relayPubkey, String presentedPubkey, String epoch, int retentionDays,
-      String lastError, Long lastOkAt) {}
+      String lastError, Long lastOkAt, String lastSession, int maxItemBytes) {}
 
   /**
    * The receive position for one relay (docs/protocol.md §7.4).
@@ -551,7 +554,8 @@ public final class HostStore implements AutoCloseable {
 
   static final RowMapper<RelayState> RELAY = rs -> new RelayState(rs.getString("url"), rs.getString("relay_pubkey"),
       rs.getString("presented_pubkey"), rs.getString("epoch"), rs.getInt("retention_days"),
-      rs.getString("last_error"), nullableLong(rs, "last_ok_at"));
+      rs.getString("last_error"), nullableLong(rs, "last_ok_at"), rs.getString("last_session"),
+      rs.getInt("max_item_bytes"));
 
   static final RowMapper<Position> POSITION = rs -> new Position(rs.getString("relay"), rs.getString("epoch"),
       rs.getLong("received_through"), rs.getLong("acked_through"));
