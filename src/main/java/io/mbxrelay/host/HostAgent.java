@@ -391,6 +391,7 @@ public final class HostAgent implements AutoCloseable {
    * @return the envelope id and whether it is sealed yet
    * @throws SQLException on storage errors
    * @throws IllegalArgumentException when the target is not a peer or the draft is invalid (reason in the message)
+   * @throws IllegalStateException when the agent uses no relay
    */
   public Queued sendMessage(SealedEnvelope.Draft draft, String targetPubkey) throws SQLException {
     return outbox.sendMessage(draft, targetPubkey);
@@ -407,8 +408,9 @@ public final class HostAgent implements AutoCloseable {
   }
 
   /**
-   * Queues an envelope durably for one target (docs/protocol.md §7.3: the wire bytes are persisted before the first attempt
-   * and reused on every retry). Returns after the commit; pushing happens on {@link #tick()}.
+   * Queues an envelope durably for one target, on every relay of the agent (docs/protocol.md §7.3: the wire bytes are
+   * persisted before the first attempt and reused on every retry). Returns after the commit; pushing happens on
+   * {@link #tick()}.
    *
    * @param msgId the envelope id (= item id)
    * @param targetPubkey the target's pinned host key (base64); must be an accepted peer
@@ -417,6 +419,7 @@ public final class HostAgent implements AutoCloseable {
    * @throws SQLException on storage errors
    * @throws IllegalArgumentException when the target is not a peer, or the bytes are an envelope with {@code enc: null}
    *     (plaintext is never sent)
+   * @throws IllegalStateException when the agent uses no relay
    */
   public SendOutcome send(String msgId, String targetPubkey, byte[] wire) throws SQLException {
     return outbox.send(msgId, targetPubkey, wire);

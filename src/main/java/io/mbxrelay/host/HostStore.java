@@ -18,12 +18,15 @@ import java.util.Optional;
  * <ul>
  *   <li>{@code meta} — host key reference (public key only; the private key stays in its key file), host name,
  *       receipt counter;</li>
- *   <li>{@code relays} — pinned relay key per URL, a presented-but-unconfirmed key, stored epoch, enrolled cache
- *       (keyed by relay, relay key, epoch, host key), allowlist digest, session backoff;</li>
+ *   <li>{@code relays} — pinned relay key per URL, a presented-but-unconfirmed key, stored epoch, announced limits,
+ *       enrolled cache (keyed by relay, relay key, epoch, host key), allowlist digest and last {@code iat}, session
+ *       backoff, last session state; the relays the CLI uses are {@code meta.relay_urls};</li>
  *   <li>{@code peers} — accepted peer host keys (the allowlist; receipts are verified with them);</li>
- *   <li>{@code outbox} — one row per (relay, item id, target): the sealed wire bytes (stored before the first
- *       attempt, reused on every retry), state {@code pending | repush | relay-accepted | settled | unconfirmed |
- *       expired | sent}, attempts, {@code next_at} (ms), seq/epoch/accept receipt/sig, {@code deadline_at} (ms);</li>
+ *   <li>{@code outbox} — one row per (relay, item id, target), a message having a row on each relay it goes to: the
+ *       sealed wire bytes (stored before the first attempt, reused on every retry), the key they are sealed for and,
+ *       while they may be resealed, the plaintext, state {@code pending | repush | relay-accepted | settled |
+ *       unconfirmed | expired | undelivered | dropped | sent}, attempts, {@code next_at} (ms), {@code unsure} (the
+ *       relay may hold the bytes), seq/epoch/accept receipt/sig, {@code deadline_at} (ms);</li>
  *   <li>{@code positions} — receive position {@code (relay, epoch, received_through)} and the acked marker;</li>
  *   <li>{@code quarantine} — {@code (relay, epoch, seq, kind, item_id, sender_pubkey, reason, wire, at)};</li>
  *   <li>{@code received} — message ids already handed to the application (receiver dedup);</li>
@@ -474,7 +477,8 @@ public final class HostStore implements AutoCloseable {
    * @param msgId the message id (envelope id; for a receipt, the message it confirms)
    * @param targetPubkey target host key (base64)
    * @param wireHash lowercase hex SHA-256 of the wire bytes
-   * @param state {@code pending | repush | relay-accepted | settled | unconfirmed | expired | sent}
+   * @param state this relay's: {@code pending | repush | relay-accepted | settled | unconfirmed | expired | undelivered
+   *     | dropped} (its relay no longer used) {@code | sent} (a receipt the relay accepted)
    * @param attempts push attempts so far
    * @param nextAt earliest next push, ms since the epoch
    * @param lastError last push problem, or null
