@@ -602,8 +602,9 @@ public final class HostAgent implements AutoCloseable {
     }
     int wait = waitLane == null ? 0 : Math.min(Math.min(waitSeconds, waitLane.session.relayPullWait),
         MAX_PULL_WAIT_SECONDS);
+    String waitRelayPub = waitLane == null ? null : waitLane.session.sessionRelayPub;
     if (wait > 0 && caughtUp && !outboxDue()) { // mail to push (receipts too) goes out first
-      String relayPub = waitLane.session.sessionRelayPub;
+      String relayPub = waitRelayPub;
       Optional<HostStore.Position> pos;
       int maxPull;
       RelayTransport tr;
@@ -657,8 +658,9 @@ public final class HostAgent implements AutoCloseable {
         TickState t = states.get(lane);
         String relayPub = open.get(lane);
         try {
-          lane.inbox.pullAll(t, relayPub, lane == waitLane && pre != null
-              && relayPub.equals(waitLane.session.sessionRelayPub) ? pre : null);
+          // the page the wait brought only if the relay still has the key it was asked with
+          lane.inbox.pullAll(t, relayPub, lane == waitLane && pre != null && relayPub.equals(waitRelayPub) ? pre
+              : null);
           relayRows.markOk(lane.url, ctx.now());
         } catch (TickStop s) {
           stopped(relayRows, lane, t, s);

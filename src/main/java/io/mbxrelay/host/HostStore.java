@@ -172,7 +172,8 @@ public final class HostStore implements AutoCloseable {
   /**
    * Version 2 (issue 21): several relays per host ({@code meta.relay_urls}), the relay's announced item limit, the
    * allowlist's last {@code iat}, each relay's last session state; per outbox row the key it was sealed for, the
-   * plaintext kept while it may be resealed and whether the relay may hold its bytes; a draft's key-wait alert.
+   * plaintext kept while it may be resealed and whether the relay may hold its bytes (and indexes that find a
+   * message's rows on every relay); a draft's key-wait alert.
    */
   private static final String[][] V2_ADDED_COLUMNS = {
       {"relays", "max_item_bytes", "INTEGER NOT NULL DEFAULT 524288"},
@@ -214,6 +215,10 @@ public final class HostStore implements AutoCloseable {
       addMissingColumns(c, V1_ADDED_COLUMNS);
       if (version < 2) {
         addMissingColumns(c, V2_ADDED_COLUMNS);
+        // a message's rows on the other relays are found by item or message id and target
+        s.execute("CREATE INDEX IF NOT EXISTS outbox_item ON outbox(item_id, target_pubkey)");
+        s.execute("CREATE INDEX IF NOT EXISTS outbox_msg ON outbox(msg_id, target_pubkey)");
+        s.execute("CREATE INDEX IF NOT EXISTS outbox_by_state ON outbox(state, kind)"); // live rows among the settled
         s.execute("UPDATE outbox SET unsure=1 WHERE attempts>0");
         try (ResultSet rs = s.executeQuery("SELECT v FROM meta WHERE k='relay_url'")) {
           if (rs.next()) {

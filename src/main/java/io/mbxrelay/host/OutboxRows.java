@@ -79,13 +79,14 @@ final class OutboxRows {
     return store.update("INSERT INTO outbox(relay, kind, item_id, msg_id, target_pubkey, wire, wire_hash, state,"
         + " attempts, next_at, created_at, enc_pub, plain, unsure) SELECT ?, o.kind, o.item_id, o.msg_id,"
         + " o.target_pubkey, o.wire, o.wire_hash, 'pending', 0, ?, ?, o.enc_pub, o.plain, 0 FROM outbox o"
-        + " WHERE o.kind='envelope' AND o.id=(SELECT x.id FROM outbox x WHERE x.kind='envelope' AND"
+        + " WHERE o.kind='envelope' AND o.state IN ('pending', 'repush', 'relay-accepted', 'dropped')"
+        + " AND o.id=(SELECT x.id FROM outbox x WHERE x.kind='envelope' AND"
         + " x.item_id=o.item_id AND x.target_pubkey=o.target_pubkey AND x.state IN ('pending', 'repush',"
         + " 'relay-accepted', 'dropped') ORDER BY (x.plain IS NOT NULL) DESC, x.id DESC LIMIT 1)"
         + " AND NOT EXISTS (SELECT 1 FROM outbox y WHERE y.relay=? AND y.item_id=o.item_id AND"
         + " y.target_pubkey=o.target_pubkey)"
-        + " AND NOT EXISTS (SELECT 1 FROM outbox z WHERE z.kind='envelope' AND z.item_id=o.item_id AND"
-        + " z.target_pubkey=o.target_pubkey AND z.state='settled')", relay, now, now, relay);
+        + " AND NOT EXISTS (SELECT 1 FROM outbox z WHERE z.item_id=o.item_id AND z.target_pubkey=o.target_pubkey"
+        + " AND +z.kind='envelope' AND +z.state='settled')", relay, now, now, relay); // (+: by item, not by state)
   }
 
   /**

@@ -147,6 +147,12 @@ class HostStoreMigrationTest extends RealRelayTest {
     assertThat(columns(file, "outbox")).contains("enc_pub", "plain", "unsure");
     assertThat(columns(file, "relays")).contains("max_item_bytes", "allowlist_iat", "last_session");
     assertThat(columns(file, "drafts")).contains("alerted_at");
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + file); Statement st = c.createStatement();
+        ResultSet rs = st.executeQuery("SELECT group_concat(name) FROM sqlite_master WHERE type='index'"
+            + " AND tbl_name='outbox'")) {
+      assertThat(rs.next()).isTrue();
+      assertThat(rs.getString(1)).contains("outbox_item", "outbox_msg");
+    }
     assertThat(a.outbox()).singleElement().satisfies(r -> {
       assertThat(r.itemId()).isEqualTo(id);
       assertThat(r.state()).isEqualTo("pending");
