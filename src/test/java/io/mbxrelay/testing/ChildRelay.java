@@ -50,11 +50,20 @@ public final class ChildRelay implements AutoCloseable {
 
   /** Starts a relay child with extra {@code serve} arguments and waits for its listening line. */
   public static ChildRelay start(Path storeDir, Map<String, String> env, String... serveArgs) throws Exception {
+    return start(storeDir, env, 0, serveArgs);
+  }
+
+  /**
+   * Starts a relay child on a given port (0: any), e.g. to restart a killed relay at the URL its hosts pinned, and
+   * waits for its listening line.
+   */
+  public static ChildRelay start(Path storeDir, Map<String, String> env, int port, String... serveArgs)
+      throws Exception {
     ChildTmp tmp = ChildTmp.create(); // the native library copy and Vert.x cache of a killed child go with it
     List<String> cmd = new ArrayList<>(List.of(javaBin()));
     cmd.addAll(tmp.jvmArgs());
-    cmd.addAll(List.of("-jar", jar().toString(), "serve", "--port", "0", "--bind", "127.0.0.1", "--store-dir",
-        storeDir.toString()));
+    cmd.addAll(List.of("-jar", jar().toString(), "serve", "--port", Integer.toString(port), "--bind", "127.0.0.1",
+        "--store-dir", storeDir.toString()));
     cmd.addAll(List.of(serveArgs));
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
     pb.environment().remove("MBX_RELAY_KEY");
@@ -70,7 +79,7 @@ public final class ChildRelay implements AutoCloseable {
       throw e;
     }
     List<String> out = new CopyOnWriteArrayList<>();
-    CompletableFuture<Integer> port = new CompletableFuture<>();
+    CompletableFuture<Integer> listening = new CompletableFuture<>();
     Thread reader = new Thread(() -> {
       try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
         String line;
@@ -78,18 +87,18 @@ public final class ChildRelay implements AutoCloseable {
           out.add(line);
           Matcher m = LISTENING.matcher(line);
           if (m.find()) {
-            port.complete(Integer.parseInt(m.group(1)));
+            listening.complete(Integer.parseInt(m.group(1)));
           }
         }
       } catch (IOException ignored) {
         // process gone
       }
-      port.completeExceptionally(new IllegalStateException("relay exited before listening: " + out));
+      listening.completeExceptionally(new IllegalStateException("relay exited before listening: " + out));
     }, "child-relay-output");
     reader.setDaemon(true);
     reader.start();
     try {
-      return new ChildRelay(p, port.get(60, TimeUnit.SECONDS), out, tmp);
+      return new ChildRelay(p, listening.get(60, TimeUnit.SECONDS), out, tmp);
     } catch (Exception | Error e) {
       p.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
       tmp.delete();
