@@ -1,10 +1,16 @@
-# Build stage: Maven on Java 17 builds the shaded jar.
+# Build stage: Maven on Java 17 builds the shaded jar (the root pom's modules: mbxrelay-host, then mbxrelay-server,
+# which compiles the root's src/ into the root's target/).
 FROM maven:3.9-eclipse-temurin-17 AS build
 WORKDIR /src
+# the poms first, so the dependency download stays cached until one of them changes (go-offline skips the reactor's
+# own mbxrelay-host, which is built below)
 COPY pom.xml .
+COPY mbxrelay-host/pom.xml mbxrelay-host/pom.xml
+COPY mbxrelay-server/pom.xml mbxrelay-server/pom.xml
 RUN mvn -B -q dependency:go-offline
 COPY conf conf
 COPY src src
+COPY mbxrelay-host/src mbxrelay-host/src
 # the jar carries the project's licence as META-INF/LICENSE (pom.xml, shade plugin); without it the build still passes
 COPY LICENSE LICENSE
 RUN mvn -B -q -DskipTests package

@@ -22,8 +22,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * synchronous_commit on). Prints transactions/s, retries, and checks that no (target, seq) was allocated twice and
  * that seqs are contiguous per target.
  *
- * <p>Run: {@code flock -x /tmp/cpu.lock mvn -B -o -q test-compile exec:java ...} or from the IDE; arguments
- * {@code threads seconds}.
+ * <p>Run: {@code mvn -B -o -q -DskipTests install} once (the relay module resolves mbxrelay-host from the local
+ * repository when it is built alone), then {@code flock -x /tmp/cpu.lock mvn -B -o -q -pl mbxrelay-server test-compile
+ * exec:java ...}, or from the IDE; arguments {@code threads seconds}.
  */
 public final class SeqAllocationBench {
   private SeqAllocationBench() {}

@@ -201,15 +201,28 @@ class DeploymentFilesTest {
   }
 
   @Test
-  void the_image_build_stage_copies_every_file_the_pom_packages_into_the_jar() throws Exception {
+  void the_image_build_stage_copies_every_module_and_every_file_the_pom_packages_into_the_jar() throws Exception {
     // the shade plugin's IncludeResourceTransformer skips a missing <file> without a word: a build context without
     // LICENSE gives a jar without META-INF/LICENSE (the Apache-2.0 text that replaces the bundled jars' copies)
     List<String> packaged = new ArrayList<>();
-    Matcher file = Pattern.compile("<file>([^<]+)</file>").matcher(Files.readString(Path.of("pom.xml")));
+    Matcher file = Pattern.compile("<file>\\$\\{root\\.dir\\}/([^<]+)</file>")
+        .matcher(Files.readString(Path.of("mbxrelay-server/pom.xml")));
     while (file.find()) {
       packaged.add(file.group(1).trim());
     }
-    assertThat(packaged).as("the pom packages files from the project dir").contains("LICENSE");
+    assertThat(packaged).as("the server module packages files from the repository root").contains("LICENSE");
+    // and every module's pom and sources: the reactor fails without a module's pom, and a module without its
+    // sources would build an empty jar
+    packaged.add("pom.xml");
+    packaged.add("src/main");
+    Matcher module = Pattern.compile("<module>([^<]+)</module>").matcher(Files.readString(Path.of("pom.xml")));
+    while (module.find()) {
+      packaged.add(module.group(1) + "/pom.xml");
+      if (Files.isDirectory(Path.of(module.group(1), "src/main"))) {
+        packaged.add(module.group(1) + "/src/main");
+      }
+    }
+    assertThat(packaged).contains("mbxrelay-host/pom.xml", "mbxrelay-host/src/main", "mbxrelay-server/pom.xml");
     List<String> instructions = Files.readString(Path.of("Dockerfile")).replace("\\\n", " ").lines()
         .map(String::trim).filter(l -> !l.isEmpty() && !l.startsWith("#")).toList();
     List<String> copied = new ArrayList<>();

@@ -26,7 +26,8 @@ import org.junit.jupiter.api.Test;
  */
 class RepositoryReferencesTest {
   private static final List<String> ROOTS = List.of("README.md", "CHANGELOG.md", "SECURITY.md", "pom.xml",
-      "Dockerfile", "docker-compose.yml", "docs", "src", "deploy", "scripts", "conf", ".ci");
+      "Dockerfile", "docker-compose.yml", "docs", "src", "deploy", "scripts", "conf", ".ci", "mbxrelay-host/pom.xml",
+      "mbxrelay-host/src", "mbxrelay-server/pom.xml");
   /** Citations of files outside the repository, in any spelling they were written in. */
   private static final Pattern OUTSIDE = Pattern.compile(
       "\\.\\./shared|wire\\.md|\\b[Ss]eeds?[ /_]?0\\d\\d|seeds/|\\bSTYLE\\b");
