@@ -50,8 +50,15 @@ public final class ChildRelay implements AutoCloseable {
 
   /** Starts a relay child with extra {@code serve} arguments and waits for its listening line. */
   public static ChildRelay start(Path storeDir, Map<String, String> env, String... serveArgs) throws Exception {
+    return start(List.of(), storeDir, env, serveArgs);
+  }
+
+  /** Starts a relay child with JVM options (e.g. {@code -Xmx256m}) and extra {@code serve} arguments. */
+  public static ChildRelay start(List<String> jvmOptions, Path storeDir, Map<String, String> env,
+      String... serveArgs) throws Exception {
     ChildTmp tmp = ChildTmp.create(); // the native library copy and Vert.x cache of a killed child go with it
     List<String> cmd = new ArrayList<>(List.of(javaBin()));
+    cmd.addAll(jvmOptions);
     cmd.addAll(tmp.jvmArgs());
     cmd.addAll(List.of("-jar", jar().toString(), "serve", "--port", "0", "--bind", "127.0.0.1", "--store-dir",
         storeDir.toString()));
@@ -169,7 +176,8 @@ public final class ChildRelay implements AutoCloseable {
     gone();
   }
 
-  private static String javaBin() {
+  /** The {@code java} of the JVM running the tests. */
+  public static String javaBin() {
     return Path.of(System.getProperty("java.home"), "bin", "java").toString();
   }
 
