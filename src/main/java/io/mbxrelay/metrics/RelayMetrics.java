@@ -384,8 +384,9 @@ public final class RelayMetrics implements AutoCloseable {
         .setLabels(EnumSet.of(Label.HTTP_ROUTE, Label.HTTP_METHOD, Label.HTTP_CODE, Label.LOCAL, Label.EB_ADDRESS,
             Label.EB_SIDE, Label.EB_FAILURE, Label.POOL_TYPE, Label.POOL_NAME))
         .setPrometheusOptions(new VertxPrometheusOptions().setEnabled(true).setPublishQuantiles(false));
+    // guarded: a connection accepted while the listener opens would otherwise never be answered (ListenRaceGuard)
     return new VertxSetup(registry, new VertxOptions().setMetricsOptions(metrics),
-        new MicrometerMetricsFactory(registry));
+        new ListenRaceGuard(new MicrometerMetricsFactory(registry)));
   }
 
   /**
