@@ -223,12 +223,22 @@ public final class ServeCommand implements Callable<Integer> {
       server.close(); // waits for a stop already in progress
       stopped.countDown();
     }, "mbx-shutdown"));
-    boolean term = Signals.handle("TERM", () -> stop.accept("SIGTERM"));
-    boolean interrupt = Signals.handle("INT", () -> stop.accept("SIGINT"));
-    boolean hangup = Signals.handle("HUP", () -> reload(server, file));
-    if (!term || !interrupt || !hangup) {
+    Signals.Result term = Signals.handle("TERM", () -> stop.accept("SIGTERM"));
+    Signals.Result interrupt = Signals.handle("INT", () -> stop.accept("SIGINT"));
+    Signals.Result hangup = Signals.handle("HUP", () -> reload(server, file));
+    Signals.Result unavailable = Signals.Result.UNAVAILABLE;
+    if (term == unavailable || interrupt == unavailable || hangup == unavailable) {
       LOG.warn("signal handlers not installed [TERM: {}] [INT: {}] [HUP: {}]: those signals end the process the JVM's"
-          + " way (status 128 + signal) after the same drain", term, interrupt, hangup);
+          + " way (status 128 + signal) after the same drain", term != unavailable, interrupt != unavailable,
+          hangup != unavailable);
+    }
+    // issue 22 item 4: nohup or a script's background job; the JVM keeps such a signal ignored, so say what to use
+    boolean termWorks = term != Signals.Result.IGNORED_AT_LAUNCH;
+    for (Map.Entry<String, Signals.Result> e : List.of(Map.entry("TERM", term), Map.entry("INT", interrupt),
+        Map.entry("HUP", hangup))) {
+      if (e.getValue() == Signals.Result.IGNORED_AT_LAUNCH) {
+        say(current.log().json(), Level.WARN, Signals.ignoredAdvice(e.getKey(), termWorks));
+      }
     }
     return stopped;
   }
