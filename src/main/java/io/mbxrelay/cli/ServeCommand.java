@@ -35,7 +35,8 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code mbxrelay serve} (docs/protocol.md §5 "CLI"): port {@code --port} &gt; {@code $PORT} &gt; 7374; bind {@code --bind}
- * &gt; 0.0.0.0; store dir {@code --store-dir} &gt; {@code $MBX_RELAY_DIR} &gt; {@code ~/.local/share/mbxrelay};
+ * &gt; 127.0.0.1 (loopback: {@code --bind 0.0.0.0} is the explicit choice to take other machines' connections, issue
+ * 22 item 9); store dir {@code --store-dir} &gt; {@code $MBX_RELAY_DIR} &gt; {@code ~/.local/share/mbxrelay};
  * trust proxy {@code --trust-proxy} (= xff) or {@code $MBX_RELAY_TRUST_PROXY}; configuration {@code --config} &gt;
  * {@code $MBX_RELAY_CONFIG} over the defaults, then {@code MBX_RELAY_<SECTION>_<KEY>} variables.
  */
@@ -49,10 +50,18 @@ public final class ServeCommand implements Callable<Integer> {
    */
   public static final int EXIT_STORE_REFUSED = 3;
 
+  /**
+   * The relay port's address without {@code --bind} (issue 22 item 9): loopback, as the systemd unit binds behind
+   * nginx, so a relay started on a laptop is not public by accident; a container or a host reached directly binds
+   * {@code 0.0.0.0} on purpose (the Dockerfile and docker-compose.yml do).
+   */
+  static final String DEFAULT_BIND = "127.0.0.1";
+
   @Option(names = "--port", description = "Listen port (default: $PORT or 7374; 0 = any free port).")
   Integer port;
 
-  @Option(names = "--bind", description = "Listen address (default: 0.0.0.0).")
+  @Option(names = "--bind", description = "Listen address (default: 127.0.0.1, this machine only; 0.0.0.0 for every"
+      + " address, e.g. in a container or behind a load balancer on another machine).")
   String bind;
 
   @Option(names = "--store-dir", description = "Store directory (default: $MBX_RELAY_DIR or ~/.local/share/mbxrelay).")
@@ -120,7 +129,7 @@ public final class ServeCommand implements Callable<Integer> {
       return 2;
     }
     Path dir = resolveStoreDir(storeDir, env);
-    String listenBind = bind == null ? "0.0.0.0" : bind;
+    String listenBind = bind == null ? DEFAULT_BIND : bind;
     if (printConfig) {
       System.out.println(effectiveConfig(cfg, file, listenPort, listenBind, dir, mode).toPrettyString());
       return 0;
@@ -338,11 +347,16 @@ public final class ServeCommand implements Callable<Integer> {
       Map<String, String> env) {
     ObjectNode out = Json.MAPPER.createObjectNode();
     ObjectNode serve = out.putObject("serve");
-    serve.put("port", port).put("bind", bind).put("store_dir", dir.toAbsolutePath().toString())
+    boolean pg = cfg.store().postgresql();
+    // with PostgreSQL the store dir and relay.key are not used (issue 22 item 8): no file path that would mislead
+    serve.put("port", port).put("bind", bind)
+        .put("store_dir", pg ? "(not used: store.backend is postgresql)" : dir.toAbsolutePath().toString())
         .put("config_file", file == null ? null : file.toAbsolutePath().toString())
         .put("trust_proxy", mode.name().toLowerCase(java.util.Locale.ROOT));
     String key = env.get(RelayKeys.ENV);
-    serve.put("relay_key", key != null && !key.isBlank() ? "from " + RelayKeys.ENV + " (set, not shown)"
+    boolean keySet = key != null && !key.isBlank();
+    serve.put("relay_key", pg ? (keySet ? "from " + RelayKeys.ENV + " (set, not shown; must match the database's)"
+        : "in the PostgreSQL database") : keySet ? "from " + RelayKeys.ENV + " (set, not shown)"
         : dir.resolve(RelayKeys.FILE_NAME).toAbsolutePath().toString());
     ObjectNode tree = Json.MAPPER.valueToTree(cfg);
     ObjectNode store = (ObjectNode) tree.get("store");

@@ -55,6 +55,19 @@ class HealthAndReadinessTest {
     c.close();
   }
 
+  /** Issue 22 item 9: the admin server answered Vert.x's HTML "Resource not found" for a path it does not serve. */
+  @Test
+  void unknown_admin_paths_and_methods_answer_json_like_every_other_error() throws Exception {
+    try (RelayHarness relay = RelayHarness.start(dir)) {
+      Http.Resp missing = Http.send(relay.adminUrl(), "GET", "/no-such-page", null);
+      assertThat(missing.status()).isEqualTo(404);
+      assertThat(missing.raw()).isEqualTo("{\"error\":\"not found\"}");
+      Http.Resp method = Http.send(relay.adminUrl(), "DELETE", "/health", null);
+      assertThat(method.status()).isEqualTo(405);
+      assertThat(method.raw()).isEqualTo("{\"error\":\"method not allowed\"}");
+    }
+  }
+
   @Test
   void health_and_ready_answer_200_on_the_admin_port_and_not_on_the_relay_port() throws Exception {
     try (RelayHarness relay = RelayHarness.start(dir)) {
