@@ -25,6 +25,7 @@ import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import org.slf4j.Logger;
@@ -90,6 +91,10 @@ public final class ServeCommand implements Callable<Integer> {
       + " dir first. Without it the relay refuses such a store (exit 3). Does nothing for a store that is not behind.")
   boolean acceptLostCommits;
 
+  @Option(names = "--wait", description = "When another relay process holds the store, wait up to 60 s for it to"
+      + " stop (saying every 5 s that it waits, and for whom) instead of failing at once (exit 1).")
+  boolean waitForStore;
+
   @Option(names = "--print-config", description = "Print the effective configuration (defaults, then the --config"
       + " file, then MBX_RELAY_* variables, then these options) as JSON on stdout, secrets masked, and exit 0"
       + " without touching the store.")
@@ -110,7 +115,11 @@ public final class ServeCommand implements Callable<Integer> {
     try {
       cfg = ConfigLoader.load(file, env);
       listenPort = listenPort();
-      List<String> ports = ConfigLoader.portViolations(cfg, listenPort);
+      List<String> ports = new ArrayList<>(ConfigLoader.portViolations(cfg, listenPort));
+      if (bind != null && !ConfigLoader.isListenAddress(bind)) {
+        ports.add("--bind must be an IP address of this machine (e.g. 127.0.0.1, 0.0.0.0 for every address, ::1) or"
+            + " localhost (is " + bind + ")");
+      }
       if (!ports.isEmpty()) {
         throw new ConfigException(ports);
       }
@@ -147,6 +156,11 @@ public final class ServeCommand implements Callable<Integer> {
         String given = env.get(RelayKeys.ENV);
         key = given == null || given.isBlank() ? null : RelayKeys.parse(given.strip());
       } else {
+        String notDir = notADirectory(dir);
+        if (notDir != null) {
+          say(json, Level.ERROR, "cannot start: " + notDir);
+          return 2;
+        }
         SqliteRelayStore.createStoreDir(dir);
         for (String note : StoreFiles.secure(dir)) {
           say(json, Level.WARN, note);
@@ -162,6 +176,10 @@ public final class ServeCommand implements Callable<Integer> {
           say(json, Level.ERROR, "cannot " + (java.nio.file.Files.exists(keyFile) ? "read" : "create")
               + " the relay key file " + keyFile + ": " + StoreFiles.reason(e));
           return 1;
+        }
+        Integer busy = awaitStoreLock(json, dir);
+        if (busy != null) {
+          return busy;
         }
       }
       server = RelayServer.start(cfg, key, new RelayServer.Options(listenPort, listenBind, dir,
@@ -201,6 +219,71 @@ public final class ServeCommand implements Callable<Integer> {
       Thread.currentThread().interrupt();
     }
     return 0;
+  }
+
+  /**
+   * Issue 22 item 5: a store dir that is a file, or under one, can never work: a usage error (exit 2), not a runtime
+   * failure that a restart may fix.
+   *
+   * @return the reason, or null when the path is a directory or can be created as one
+   */
+  static String notADirectory(Path dir) {
+    for (Path p = dir.toAbsolutePath(); p != null; p = p.getParent()) {
+      if (java.nio.file.Files.exists(p)) {
+        if (java.nio.file.Files.isDirectory(p)) {
+          return null;
+        }
+        return p.equals(dir.toAbsolutePath()) ? "the store dir " + dir + " is a file, not a directory; point"
+            + " --store-dir or $MBX_RELAY_DIR at a directory"
+            : "the store dir " + dir + " cannot be a directory: " + p + " is a file; point --store-dir or"
+            + " $MBX_RELAY_DIR at a directory";
+      }
+    }
+    return null;
+  }
+
+  /** How often {@code --wait} says it is still waiting for the store, ms. */
+  static final long WAIT_REPORT_MS = 5_000;
+  /** How long {@code --wait} waits for another relay to release the store, ms (tests shorten it). */
+  long waitMaxMs = 60_000;
+
+  /**
+   * A second {@code serve} on a store another relay process holds (issue 22 item 5): fails at once naming the holder
+   * (exit 1), or with {@code --wait} says every {@link #WAIT_REPORT_MS} that it waits and for whom, for up to
+   * {@link #waitMaxMs}. It used to wait 60 s after one line and looked hung.
+   *
+   * @return null when the store is free (the relay then takes the lock), else the exit status
+   */
+  private Integer awaitStoreLock(boolean json, Path dir) {
+    long started = System.nanoTime();
+    Optional<String> holder = io.mbxrelay.store.sqlite.StoreLock.heldBy(dir);
+    if (holder.isEmpty()) {
+      return null;
+    }
+    if (!waitForStore) {
+      say(json, Level.ERROR, "cannot start: the store " + dir.toAbsolutePath() + " is in use by " + holder.get()
+          + " (another relay process serves it); stop that one first, or start with --wait to wait up to "
+          + waitMaxMs / 1000 + " s for it to stop");
+      return 1;
+    }
+    while (holder.isPresent()) {
+      long waited = java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+      if (waited >= waitMaxMs) {
+        say(json, Level.ERROR, "cannot start: the store " + dir.toAbsolutePath() + " is still in use by "
+            + holder.get() + " after " + waited / 1000 + " s (--wait); stop that relay first");
+        return 1;
+      }
+      say(json, Level.WARN, "waiting for " + holder.get() + " to release the store " + dir.toAbsolutePath()
+          + " (another relay process serves it) [waited: " + waited / 1000 + " s of " + waitMaxMs / 1000 + " s]");
+      try {
+        Thread.sleep(Math.min(WAIT_REPORT_MS, waitMaxMs - waited));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return 1;
+      }
+      holder = io.mbxrelay.store.sqlite.StoreLock.heldBy(dir);
+    }
+    return null;
   }
 
   /** What the log names as the store: the directory, or the PostgreSQL URL without its parameters. */

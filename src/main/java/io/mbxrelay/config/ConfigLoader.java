@@ -132,6 +132,17 @@ public final class ConfigLoader {
   private static final java.util.regex.Pattern IP_LITERAL =
       java.util.regex.Pattern.compile("^(\\d{1,3}(\\.\\d{1,3}){3}|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]*)$");
 
+  /**
+   * Whether {@code address} can be a listen address: an IPv4 or IPv6 literal, or {@code localhost} (issue 22 item 5:
+   * anything else was resolved by DNS at bind time and failed as {@code Query failed with NXDOMAIN}).
+   *
+   * @param address the address as given
+   * @return true when it is one
+   */
+  public static boolean isListenAddress(String address) {
+    return address != null && (IP_LITERAL.matcher(address).matches() || address.equals("localhost"));
+  }
+
   /** MBX_RELAY_* variables that are not configuration knobs (docs/protocol.md §5 and the CLI), so never "unknown". */
   private static final Set<String> OTHER_VARIABLES = Set.of("MBX_RELAY_KEY", "MBX_RELAY_DIR", "MBX_RELAY_CONFIG",
       "MBX_RELAY_TRUST_PROXY", "MBX_RELAY_RESTORE_FROM", "MBX_RELAY_TEST_CRASH");
