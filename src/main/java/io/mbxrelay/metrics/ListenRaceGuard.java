@@ -87,7 +87,7 @@ public final class ListenRaceGuard implements VertxMetricsFactory {
     }
 
     @Override
-    public EventBusMetrics createEventBusMetrics() {
+    public EventBusMetrics<?> createEventBusMetrics() {
       return d.createEventBusMetrics();
     }
 

@@ -328,6 +328,7 @@ class LongPollTest {
         }
         assertThat(read).as("the cut page was not sent whole").isLessThan(wireBytes);
       }
+      log.assertSeen("pull page cut");
     }
   }
 

@@ -180,6 +180,7 @@ public final class StoreLock implements AutoCloseable {
    * @param storeDir the store directory
    * @return true when held elsewhere
    */
+  @SuppressWarnings("try") // the lock is taken and given back, not used
   public static boolean isHeld(Path storeDir) {
     if (!storeDir.resolve(FILE).toFile().exists()) {
       return false;

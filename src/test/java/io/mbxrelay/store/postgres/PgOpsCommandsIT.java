@@ -12,6 +12,7 @@ import org.junit.jupiter.api.Test;
  * PostgreSQL's tools instead of touching a store directory (exit 2).
  */
 class PgOpsCommandsIT {
+  @SuppressWarnings("try") // a resource held for the block, not used in it
   @Test
   void check_checks_the_database_and_backup_restore_say_what_to_use_instead() throws Exception {
     String url = PgTestServer.shared().createDatabase();
