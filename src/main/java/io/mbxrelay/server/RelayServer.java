@@ -108,8 +108,6 @@ public final class RelayServer implements AutoCloseable {
 
   private final Vertx vertx;
   private StoreLock lock;
-  /** This server's reference to the writer's worker pool, given up after the writer's undeploy ended (see close). */
-  private io.vertx.core.WorkerExecutor writerPool;
   private final RelayReads reads;
   private final RelayServices services;
   private final io.mbxrelay.store.sqlite.SqliteBackend.OpenReport openReport;
@@ -209,16 +207,14 @@ public final class RelayServer implements AutoCloseable {
       metrics.bindStoreFiles(store.file());
       metrics.buildInfo(version());
       List<String> deployments = new ArrayList<>();
-      io.vertx.core.WorkerExecutor writerPool = holdWriterPool(vertx);
       deployments.add(await(vertx.deployVerticle(writer, new DeploymentOptions()
-          .setThreadingModel(ThreadingModel.WORKER).setWorkerPoolName(WRITER_POOL).setWorkerPoolSize(1))));
+          .setThreadingModel(ThreadingModel.WORKER).setWorkerPoolName("mbx-writer").setWorkerPoolSize(1))));
       openedStore = null; // the writer owns it now and closes it when undeployed
       RelayReads reads = SqliteReads.open(vertx, store.file(), config.store().readPoolSize(),
           config.store().busyTimeoutMs());
       RelayServer server = finish(config, relayKey, options, vertx, metrics, writer, reads, store.enrolments(),
           store.epoch(), clock, disk, store.file(), store.openReport(), deployments, store::onNewItems);
       server.lock = lock;
-      server.writerPool = writerPool;
       server.watermark = watermark;
       return server;
     } catch (Exception | Error e) {
@@ -278,9 +274,8 @@ public final class RelayServer implements AutoCloseable {
       metrics.bindDisk(disk, writer::diskRefusals);
       metrics.buildInfo(version());
       List<String> deployments = new ArrayList<>();
-      io.vertx.core.WorkerExecutor writerPool = holdWriterPool(vertx);
       deployments.add(await(vertx.deployVerticle(writer, new DeploymentOptions()
-          .setThreadingModel(ThreadingModel.WORKER).setWorkerPoolName(WRITER_POOL).setWorkerPoolSize(1))));
+          .setThreadingModel(ThreadingModel.WORKER).setWorkerPoolName("mbx-writer").setWorkerPoolSize(1))));
       openedStore = null; // the writer owns it now and closes it when undeployed
       RelayReads reads = new io.mbxrelay.store.postgres.PgReads(vertx, pg, sc.readPoolSize());
       io.mbxrelay.store.postgres.PgStore.OpenReport r = pg.openReport();
@@ -289,7 +284,6 @@ public final class RelayServer implements AutoCloseable {
           new io.mbxrelay.store.sqlite.SqliteBackend.OpenReport(r.created(), r.epochRotatedReason(),
               r.previousEpoch(), 0, null), deployments, store::onNewItems);
       server.pgStore = pg;
-      server.writerPool = writerPool;
       return server;
     } catch (Exception | Error e) {
       closeQuietly(vertx);
@@ -318,22 +312,6 @@ public final class RelayServer implements AutoCloseable {
         // already failing
       }
     }
-  }
-
-  /** The writer's one-thread worker pool (its thread is {@code mbx-writer-0}). */
-  static final String WRITER_POOL = "mbx-writer";
-
-  /**
-   * A reference of this server's own to the writer's named worker pool, taken before the writer is deployed (issue
-   * 22 item 7). Vert.x shares a named pool by reference count, and a deployment gives its reference up in its cleanup
-   * ({@code DefaultDeployment.cleanup}: the pool is closed, with {@code shutdownNow}, right after the contexts' close
-   * was started, not after it ended, and that cleanup can run on {@code mbx-writer-0} itself). When the writer's
-   * deployment held the only reference, the pool was shut down under the writer's last tasks, which then failed with a
-   * {@code RejectedExecutionException} on {@code mbx-writer-0}. With this reference the pool outlives the undeploy;
-   * {@link #close()} gives it up after the undeploy's future completed, from the stopping thread.
-   */
-  private static io.vertx.core.WorkerExecutor holdWriterPool(Vertx vertx) {
-    return vertx.createSharedWorkerExecutor(WRITER_POOL, 1);
   }
 
   /** Vert.x with the relay's metrics and the local codec of the store's event-bus messages. */
@@ -627,13 +605,6 @@ public final class RelayServer implements AutoCloseable {
       }
     } catch (Exception e) {
       LOG.warn("undeploy failed [error: {}]", e.toString());
-    }
-    if (writerPool != null) {
-      try {
-        await(writerPool.close()); // the writer's deployment is gone: nothing of it runs on the pool any more
-      } catch (Exception e) {
-        LOG.warn("writer pool close failed [error: {}]", e.toString());
-      }
     }
     reads.close();
     try {

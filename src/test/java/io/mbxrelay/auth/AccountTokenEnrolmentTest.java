@@ -54,7 +54,8 @@ class AccountTokenEnrolmentTest {
   static final io.mbxrelay.testing.ExpectedLog LOGS = io.mbxrelay.testing.ExpectedLog.forClass()
       .and("io.mbxrelay.auth.JwksCache", ch.qos.logback.classic.Level.WARN, "jwks fetch failed")
       .and("io.mbxrelay.auth.JwksCache", ch.qos.logback.classic.Level.WARN, "jwks fetch abandoned past its deadline")
-      .and("io.mbxrelay.server.RelayServer", ch.qos.logback.classic.Level.WARN, "expiry and dedup pruning paused");
+      .and("io.mbxrelay.server.RelayServer", ch.qos.logback.classic.Level.WARN, "expiry and dedup pruning paused")
+      .and("io.mbxrelay.server.ExpirySweepVerticle", ch.qos.logback.classic.Level.WARN, "expiry sweep skipped");
 
   private static final String ISSUER = "https://accounts.example";
   private static final String RELAY_URL = "https://relay.example";
