@@ -16,8 +16,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * signed text) inside the ±window is refused with 401 {@code bad relay hop}. A client's legitimate retry is signed
  * with a fresh {@code ts}, which changes the signed text, so it passes (and the store's dedup answers it).
  *
- * <p>The entry key is SHA-256 over the caller's key and the signed text, not the signature string: base64 decoding
- * is lenient (docs/protocol.md §1), so one signature has many spellings, while the signed text of an exact replay is identical.
+ * <p>The entry key is SHA-256 over the caller's key and the hop's decoded signature (64 bytes), not the signature
+ * string: base64 decoding is lenient (docs/protocol.md §1), so one signature has many spellings, while its bytes are
+ * one. A verified Ed25519 signature names its signed text: verification refuses {@code S ≥ L}, and any other {@code R}
+ * bytes change the hash that the signature must satisfy, so nobody without the caller's key can make a second valid
+ * signature of the same text, and an exact replay carries the same bytes. Keying by the signature instead of the text
+ * saves hashing a push's signed text (up to megabytes) per request (issue 18).
  * An entry lives until {@code ts + windowMs}; after that the hop is stale anyway.
  *
  * <p>Bounded, and never a way to lock other hosts out: at most {@code maxPerKey} entries per caller key (a key over its
@@ -74,11 +78,11 @@ public final class HopReplayCache {
   }
 
   /**
-   * Records a verified hop given as its signed bytes; the same id as {@link #admit(String, String, long, long)}. The
-   * hash is computed outside the lock (a push's signed text can be megabytes).
+   * Records a verified hop given by the bytes that identify it: the decoded signature (see the class comment) or, in
+   * tests, any text. The hash is computed outside the lock.
    *
    * @param callerKey the authenticated caller's key (base64)
-   * @param signedText the UTF-8 bytes of the exact signed hop text (docs/protocol.md §2)
+   * @param signedText the hop's decoded signature (64 bytes), or another identifying text
    * @param tsMs the hop's parsed {@code x-mbx-ts}, epoch ms
    * @param nowMs now, epoch ms
    * @return {@link Result#FRESH} or {@link Result#REPLAY}

@@ -42,6 +42,9 @@ public final class HostPullCommand implements Callable<Integer> {
 
   @Mixin RelayConnectionOptions connection;
 
+  /** The relay this run talks to (--relay, or the host store's first relay). */
+  private String relayUrl;
+
   @Option(names = "--name", paramLabel = "NAME", description = "This host's name (sent as x-mbx-host).")
   String name;
 
@@ -66,19 +69,20 @@ public final class HostPullCommand implements Callable<Integer> {
       if (after < 0 || limit < 0 || limit > 500) {
         throw new HostSupport.Failure(HostSupport.USAGE, "--after must be >= 0 and --limit 1-500");
       }
-      Path file = HostSupport.keyFile(connection.keyFile);
+      Path file = connection.keyFile();
+      relayUrl = connection.relay(file);
       Ed25519KeyPair key = HostSupport.loadKey(file);
-      HostSupport.Pinning pinning = HostSupport.pinning(connection.relay, file, connection.relayKey, false);
+      HostSupport.Pinning pinning = HostSupport.pinning(relayUrl, file, connection.relayKey, false);
       List<PullResult.PulledItem> items = new ArrayList<>();
       PullResult.Page last;
       AckResult acked = null;
-      try (BlockingRelayClient client = new BlockingRelayClient(connection.relay, name, key, pinning.pin(),
+      try (BlockingRelayClient client = new BlockingRelayClient(relayUrl, name, key, pinning.pin(),
           HostSupport.REQUEST_TIMEOUT_MS)) {
         InfoResult info = client.info(); // docs/protocol.md §6: the relay key is checked before every session
         if (!(info instanceof InfoResult.Ok)) {
           throw HostSupport.failureOf(info, "info");
         }
-        HostSupport.savePin(pinning, connection.relay, client.relayKey(), err);
+        HostSupport.savePin(pinning, relayUrl, client.relayKey(), err);
         String epoch = null;
         long position = after;
         int pages = 0;
@@ -125,7 +129,7 @@ public final class HostPullCommand implements Callable<Integer> {
 
   private void print(List<PullResult.PulledItem> items, PullResult.Page last, AckResult.Acked acked, PrintWriter out,
       PrintWriter err) {
-    ObjectNode o = Json.MAPPER.createObjectNode().put("relay", connection.relay).put("epoch", last.epoch())
+    ObjectNode o = Json.MAPPER.createObjectNode().put("relay", relayUrl).put("epoch", last.epoch())
         .put("head_seq", last.headSeq()).put("last_seq", last.lastSeq()).put("more", last.more());
     ArrayNode arr = o.putArray("items");
     for (PullResult.PulledItem it : items) {

@@ -73,9 +73,10 @@ public final class HostPushCommand implements Callable<Integer> {
           throw new HostSupport.Failure(HostSupport.USAGE, "--to must be a base64 32-byte host public key");
         }
       }
-      Path file = HostSupport.keyFile(connection.keyFile);
+      Path file = connection.keyFile();
+      String relayUrl = connection.relay(file);
       Ed25519KeyPair key = HostSupport.loadKey(file);
-      HostSupport.Pinning pinning = HostSupport.pinning(connection.relay, file, connection.relayKey, false);
+      HostSupport.Pinning pinning = HostSupport.pinning(relayUrl, file, connection.relayKey, false);
       byte[] wire = readWire();
       String id = envelopeId(wire);
       List<PushItem.Target> targets = new ArrayList<>();
@@ -83,13 +84,13 @@ public final class HostPushCommand implements Callable<Integer> {
         targets.add(new PushItem.Target(t, wire));
       }
       PushResult r;
-      try (BlockingRelayClient client = new BlockingRelayClient(connection.relay, name, key, pinning.pin(),
+      try (BlockingRelayClient client = new BlockingRelayClient(relayUrl, name, key, pinning.pin(),
           HostSupport.REQUEST_TIMEOUT_MS)) {
         r = client.push(List.of(new PushItem("envelope", id, targets)));
         if (!(r instanceof PushResult.Pushed)) {
           throw HostSupport.failureOf(r, "the push");
         }
-        HostSupport.savePin(pinning, connection.relay, client.relayKey(), err);
+        HostSupport.savePin(pinning, relayUrl, client.relayKey(), err);
       } catch (BlockingRelayClient.RelayUnreachable e) {
         throw new HostSupport.Failure(HostSupport.REFUSED, "relay unreachable (outcome unknown; push the same bytes "
             + "again): " + e.getMessage());

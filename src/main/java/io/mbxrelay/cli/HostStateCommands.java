@@ -155,9 +155,11 @@ final class HostStateCommands {
     }
   }
 
-  /** {@code mbxrelay host relay set URL [--key FP] [--confirm]}. */
-  @Command(name = "relay", mixinStandardHelpOptions = true, description = "Relay settings.",
-      subcommands = {RelaySet.class})
+  /** {@code mbxrelay host relay set|add|remove|list}. */
+  @Command(name = "relay", mixinStandardHelpOptions = true, description = {"The relays this host uses.",
+      "`set` makes one relay the host's only one; `add` uses one more (every message goes to every relay); `remove`"
+          + " stops using one; `list` shows each with its state."},
+      subcommands = {RelaySet.class, RelayAdd.class, RelayRemove.class, RelayList.class})
   static final class Relay implements Runnable {
     @Override
     public void run() {
@@ -165,19 +167,20 @@ final class HostStateCommands {
     }
   }
 
-  /** Pins the relay key (docs/protocol.md §7.1). */
-  @Command(name = "set", mixinStandardHelpOptions = true,
-      description = {"Use this relay: show its key fingerprint and pin it.",
-          "With --key the fingerprint must match (no trust on first use). A changed key needs --key NEW or --confirm."})
-  static final class RelaySet extends Base {
+  /** What {@code relay set} and {@code relay add} share: ask the relay for its key, check and pin it. */
+  abstract static class RelayPinning extends Base {
     @Parameters(index = "0", paramLabel = "URL", converter = RelayUrl.class, description = "Relay base URL.")
     String url;
 
-    @Option(names = "--key", paramLabel = "FINGERPRINT", description = "Expected relay key fingerprint.")
+    @Option(names = {"--key", "--fingerprint"}, paramLabel = "FINGERPRINT",
+        description = "Expected relay key fingerprint (no trust on first use; a mismatch pins nothing).")
     String expected;
 
     @Option(names = "--confirm", description = "Confirm the relay's new key after a key change.")
     boolean confirm;
+
+    /** The host's relay list after a successful pin of {@code u}. */
+    abstract List<String> relaysAfter(List<String> current, String u);
 
     @Override
     int run() throws Exception {
@@ -203,13 +206,13 @@ final class HostStateCommands {
         ObjectNode o = Json.MAPPER.createObjectNode().put("relay", u).put("fingerprint", Fingerprint.ofB64(presented));
         int code = HostSupport.OK;
         if (p instanceof HostAgent.PinOutcome.Pinned pin) {
-          s.putSetting("relay_url", u);
+          s.putRelayUrls(relaysAfter(s.relayUrls(), u));
           err().println("[mbxrelay] pinned relay key " + pin.fingerprint() + " for " + u
               + (pin.replaced() != null ? " (replaces " + pin.replaced() + ")" : "")
               + (pin.trustOnFirstUse() ? " (trust on first use: compare it with the operator's fingerprint)" : ""));
           o.put("outcome", "pinned");
         } else if (p instanceof HostAgent.PinOutcome.Unchanged) {
-          s.putSetting("relay_url", u);
+          s.putRelayUrls(relaysAfter(s.relayUrls(), u));
           err().println("[mbxrelay] relay key " + Fingerprint.ofB64(presented) + " already pinned for " + u);
           o.put("outcome", "unchanged");
         } else if (p instanceof HostAgent.PinOutcome.Mismatch m) {
@@ -224,12 +227,149 @@ final class HostStateCommands {
           o.put("outcome", "changed");
           code = HostSupport.REFUSED;
         }
+        List<String> now = s.relayUrls();
+        if (code == HostSupport.OK && now.size() > 1) {
+          err().println("[mbxrelay] this host uses " + now.size() + " relays: " + String.join(", ", now));
+        }
+        ArrayNode list = o.putArray("relays");
+        now.forEach(list::add);
         if (json) {
           HostSupport.printJson(out(), o);
         }
         return code;
       }
     }
+  }
+
+  /** Pins the relay key and makes it the host's only relay (docs/protocol.md §7.1). */
+  @Command(name = "set", mixinStandardHelpOptions = true,
+      description = {"Use this relay (only this one): show its key fingerprint and pin it.",
+          "With --key the fingerprint must match (no trust on first use). A changed key needs --key NEW or --confirm.",
+          "Mail queued for other relays moves to this one on the next `run`."})
+  static final class RelaySet extends RelayPinning {
+    @Override
+    List<String> relaysAfter(List<String> current, String u) {
+      return List.of(u);
+    }
+  }
+
+  /** Pins one more relay (issue 21 part 1): every message then goes to every relay of the host. */
+  @Command(name = "add", mixinStandardHelpOptions = true,
+      description = {"Use one more relay: show its key fingerprint and pin it.",
+          "Every message then goes to every relay of this host, and every relay is pulled; a relay that is down"
+              + " does not hold up the others. With --fingerprint it must match (no trust on first use)."})
+  static final class RelayAdd extends RelayPinning {
+    @Override
+    List<String> relaysAfter(List<String> current, String u) {
+      List<String> l = new java.util.ArrayList<>(current);
+      if (!l.contains(u)) {
+        l.add(u);
+      }
+      return l;
+    }
+  }
+
+  /** Stops using one relay; its pin stays (re-adding it checks the key again). */
+  @Command(name = "remove", mixinStandardHelpOptions = true,
+      description = {"Stop using a relay. Its queued mail goes through this host's other relays on the next `run`;"
+          + " its pin is kept. A host keeps at least one relay (use `relay set` to move to another)."})
+  static final class RelayRemove extends Base {
+    @Parameters(index = "0", paramLabel = "URL", converter = RelayUrl.class, description = "Relay base URL.")
+    String url;
+
+    @Override
+    int run() throws Exception {
+      try (HostStore s = store()) {
+        String u = RelayPins.normalizeUrl(url);
+        List<String> current = s.relayUrls();
+        if (!current.contains(u)) {
+          throw new HostSupport.Failure(HostSupport.USAGE, u + " is not a relay of this host (`host relay list`)");
+        }
+        if (current.size() == 1) {
+          throw new HostSupport.Failure(HostSupport.USAGE, u + " is this host's only relay; to move to another use"
+              + " `host relay set URL`");
+        }
+        List<String> after = new java.util.ArrayList<>(current);
+        after.remove(u);
+        s.putRelayUrls(after);
+        err().println("[mbxrelay] relay " + u + " no longer used; its queued mail goes through "
+            + String.join(", ", after) + " on the next run");
+        if (json) {
+          ObjectNode o = Json.MAPPER.createObjectNode().put("removed", u);
+          ArrayNode list = o.putArray("relays");
+          after.forEach(list::add);
+          HostSupport.printJson(out(), o);
+        }
+        return HostSupport.OK;
+      }
+    }
+  }
+
+  /** Lists the host's relays with their state. */
+  @Command(name = "list", mixinStandardHelpOptions = true, description = "The relays this host uses, with their state.")
+  static final class RelayList extends Base {
+    @Override
+    int run() throws Exception {
+      try (HostStore s = store()) {
+        ArrayNode arr = Json.MAPPER.createArrayNode();
+        for (String u : s.relayUrls()) {
+          ObjectNode r = relayJson(s, u);
+          arr.add(r);
+          err().println("[mbxrelay] " + relayLine(r));
+        }
+        if (arr.isEmpty()) {
+          err().println("[mbxrelay] no relay set: run `mbxrelay host relay set URL`");
+        }
+        if (json) {
+          ObjectNode o = Json.MAPPER.createObjectNode();
+          o.set("relays", arr);
+          HostSupport.printJson(out(), o);
+        }
+        return HostSupport.OK;
+      }
+    }
+  }
+
+  /**
+   * One relay of the host as JSON: {@code url, fingerprint, epoch, state, last_error, last_ok_at, received_through,
+   * acked_through} ({@code state}: the last run's session state, {@code key-changed} while a changed key waits for
+   * confirmation, {@code not-pinned}, or {@code new} before the first run).
+   */
+  static ObjectNode relayJson(HostStore s, String u) throws SQLException {
+    ObjectNode r = Json.MAPPER.createObjectNode().put("url", u);
+    java.util.Optional<HostStore.RelayState> st = s.relay(u);
+    if (st.isEmpty()) {
+      return r.put("state", "not-pinned");
+    }
+    r.put("fingerprint", Fingerprint.ofB64(st.get().relayPubkey())).put("epoch", st.get().epoch());
+    String state = st.get().presentedPubkey() != null ? "key-changed"
+        : st.get().lastSession() != null ? st.get().lastSession() : "new";
+    r.put("state", state);
+    if (st.get().presentedPubkey() != null) {
+      r.put("presented_fingerprint", Fingerprint.ofB64(st.get().presentedPubkey()));
+    }
+    r.put("last_error", st.get().lastError());
+    if (st.get().lastOkAt() != null) {
+      r.put("last_ok_at", st.get().lastOkAt());
+    }
+    s.position(u).filter(p -> p.receivedThrough() >= 0 && p.ackedThrough() >= 0)
+        .ifPresent(p -> r.put("received_through", p.receivedThrough()).put("acked_through", p.ackedThrough()));
+    return r;
+  }
+
+  /** One relay for people: {@code URL (key FP, epoch E): STATE[, received through N][; last problem: …]}. */
+  static String relayLine(ObjectNode r) {
+    if (!r.has("fingerprint")) {
+      return "relay " + r.get("url").asText() + ": no key pinned (run `mbxrelay host relay add "
+          + r.get("url").asText() + "`)";
+    }
+    return "relay " + r.get("url").asText() + " (key " + r.get("fingerprint").asText() + ", epoch "
+        + r.path("epoch").asText("-") + "): " + r.get("state").asText()
+        + (r.has("presented_fingerprint") ? " (presents " + r.get("presented_fingerprint").asText()
+            + "; not used until confirmed)" : "")
+        + (r.has("received_through") ? ", received through " + r.get("received_through").asLong() + ", acked through "
+            + r.get("acked_through").asLong() : ", nothing received yet")
+        + (r.path("last_error").isTextual() ? "; last problem: " + r.get("last_error").asText() : "");
   }
 
   /** {@code mbxrelay host peer add PUBKEY --name NAME}. */
@@ -257,6 +397,9 @@ final class HostStateCommands {
         + " checked against PUBKEY.")
     String encKey;
 
+    @Option(names = "--rename", description = "PUBKEY is already a peer under another name: rename it to NAME.")
+    boolean rename;
+
     @Override
     int run() throws Exception {
       if (!B64.isPubkey(pubkey)) {
@@ -270,10 +413,20 @@ final class HostStateCommands {
         throw new HostSupport.Failure(HostSupport.USAGE,
             "--enc-key must be a base64 32-byte X25519 key (not a low-order point)");
       }
+      String was;
       try (HostStore s = store(); HostAgent a = agent(this, s, key(), null)) {
+        was = s.peer(pubkey).map(HostStore.Peer::name).orElse(null);
+        if (was != null && !was.equals(name)) {
+          if (!rename) {
+            throw new HostSupport.Failure(HostSupport.USAGE, "peer " + Fingerprint.ofB64(pubkey) + " is already"
+                + " accepted as " + was + "; nothing changed (pass --rename to rename it to " + name + ")");
+          }
+          a.renamePeer(pubkey, name);
+        }
         a.addPeer(pubkey, name, encKey);
       }
-      err().println("[mbxrelay] peer " + name + " (" + Fingerprint.ofB64(pubkey) + ") accepted"
+      err().println("[mbxrelay] peer " + name + " (" + Fingerprint.ofB64(pubkey) + ") "
+          + (was == null ? "accepted" : !was.equals(name) ? "renamed from " + was : "already accepted")
           + (encKey != null ? ", encryption key pinned" : ""));
       return HostSupport.OK;
     }
@@ -287,11 +440,16 @@ final class HostStateCommands {
 
   static HostAgent agent(Base b, HostStore s, Ed25519KeyPair key, StandaloneTransports t, SealedInbox.Handler h)
       throws Exception {
+    return agent(b, s, key, t, h, HostAgent.Options.DEFAULT_KEY_WAIT_ALERT_MS);
+  }
+
+  static HostAgent agent(Base b, HostStore s, Ed25519KeyPair key, StandaloneTransports t, SealedInbox.Handler h,
+      long keyWaitAlertMs) throws Exception {
     String name = Base.setting(s, "host_name", "run `mbxrelay host init` first");
-    String url = s.setting("relay_url").orElse("http://relay.invalid");
-    HostAgent.Options o = new HostAgent.Options(name, "", Clock.systemUTC(), new java.security.SecureRandom(), null);
+    HostAgent.Options o = new HostAgent.Options(name, "", Clock.systemUTC(), new java.security.SecureRandom(), null,
+        keyWaitAlertMs);
     RelayTransportFactoryHolder f = new RelayTransportFactoryHolder(t);
-    return new HostAgent(s, key, url, o, f::open, new SealedInbox(s, h, true, Clock.systemUTC()));
+    return new HostAgent(s, key, s.relayUrls(), o, f::open, new SealedInbox(s, h, true, Clock.systemUTC()));
   }
 
   /** Refuses network use for commands that must not touch the relay. */
@@ -348,6 +506,9 @@ final class HostStateCommands {
       String text = bodyText();
       try (HostStore s = store(); HostAgent a = agent(this, s, key(), null)) {
         String host = setting(s, "host_name", "run `mbxrelay host init` first");
+        if (s.relayUrls().isEmpty()) {
+          throw new HostSupport.Failure(HostSupport.USAGE, "no relay set: run `mbxrelay host relay set URL` first");
+        }
         String peerName = to.substring(at + 1);
         List<HostStore.Peer> peers = s.peersNamed(peerName);
         if (peers.isEmpty()) {
@@ -524,6 +685,20 @@ final class HostStateCommands {
 
     long intervalMs = 5000;
 
+    @Option(names = "--key-wait-alert-ms", defaultValue = "86400000", paramLabel = "MS",
+        description = "Alert (status, doctor) about a message still waiting for its peer's encryption key after this"
+            + " long; it keeps waiting (default: ${DEFAULT-VALUE}, 24 h).")
+    void keyWaitAlertMs(long ms) {
+      keyWaitAlertMs = atLeastOne("--key-wait-alert-ms", ms);
+    }
+
+    long keyWaitAlertMs = HostAgent.Options.DEFAULT_KEY_WAIT_ALERT_MS;
+
+    /** Each relay's state for the tick line, when there are several: {@code ; relays: URL ok, URL unreachable}. */
+    private static String relaysSummary(TickReport r) {
+      return "; relays: " + String.join(", ", r.relays().stream().map(x -> x.url() + " " + x.session()).toList());
+    }
+
     /** A duration option below 1 ms is a usage error (exit 2), not a silent 100 ms. */
     private long atLeastOne(String option, long ms) {
       if (ms < 1) {
@@ -537,12 +712,14 @@ final class HostStateCommands {
     int run() throws Exception {
       Ed25519KeyPair key = key();
       try (HostStore s = store(); StandaloneTransports t = new StandaloneTransports(key, Clock.systemUTC());
-          HostAgent a = agent(this, s, key, t, this::deliver)) {
-        setting(s, "relay_url", "no relay set: run `mbxrelay host relay set URL` first");
+          HostAgent a = agent(this, s, key, t, this::deliver, keyWaitAlertMs)) {
+        if (s.relayUrls().isEmpty()) {
+          throw new HostSupport.Failure(HostSupport.USAGE, "no relay set: run `mbxrelay host relay set URL` first");
+        }
         int wait = (int) Math.max(1, intervalMs / 1000);
         String lastSession = null;
         if (!once) {
-          err().println("[mbxrelay] running against " + s.setting("relay_url").orElse("") + "; a line per tick that"
+          err().println("[mbxrelay] running against " + String.join(", ", s.relayUrls()) + "; a line per tick that"
               + " moved something or changed the session state (Ctrl-C stops)");
         }
         while (true) {
@@ -575,7 +752,8 @@ final class HostStateCommands {
             err().println("[mbxrelay] tick " + r.session() + ": accepted " + r.accepted() + ", pending "
                 + r.notAccepted() + ", delivered " + r.delivered() + ", duplicates " + r.duplicates() + ", receipts "
                 + r.receipts() + ", quarantined " + r.quarantined()
-                + (r.receivedThrough() < 0 ? "" : ", received through " + r.receivedThrough()));
+                + (r.relays().size() > 1 ? relaysSummary(r) : r.receivedThrough() < 0 ? ""
+                    : ", received through " + r.receivedThrough()));
             if (json) {
               HostSupport.printJson(out(), (ObjectNode) Json.MAPPER.valueToTree(r));
             }
@@ -601,20 +779,37 @@ final class HostStateCommands {
       try (HostStore s = store()) {
         ObjectNode o = Json.MAPPER.createObjectNode();
         o.put("host", s.setting("host_name").orElse(""));
-        String url = s.setting("relay_url").orElse(null);
+        List<String> urls = s.relayUrls();
+        String url = urls.isEmpty() ? null : urls.get(0);
         o.put("relay", url);
-        s.relays().stream().filter(r -> r.url().equals(url)).findFirst().ifPresent(r ->
-            o.put("relay_fingerprint", Fingerprint.ofB64(r.relayPubkey())).put("epoch", r.epoch()));
-        if (url != null) {
-          // a position is never below 0; one that says so has no session behind it and is not shown (issue 12 item 6)
-          s.position(url).filter(p -> p.receivedThrough() >= 0 && p.ackedThrough() >= 0)
-              .ifPresent(p -> o.put("received_through", p.receivedThrough()).put("acked_through", p.ackedThrough()));
+        ArrayNode relayArr = o.putArray("relays");
+        for (String u : urls) {
+          relayArr.add(relayJson(s, u));
         }
-        err().println("[mbxrelay] host " + o.get("host").asText() + "; relay " + (url == null ? "not set" : url
-            + (o.has("relay_fingerprint") ? " (key " + o.get("relay_fingerprint").asText() + ", epoch "
-            + o.path("epoch").asText("-") + ")" : ""))
-            + (o.has("received_through") ? "; received through " + o.get("received_through").asLong()
-            + ", acked through " + o.get("acked_through").asLong() : url == null ? "" : "; nothing received yet"));
+        if (url != null) { // the first relay also at the top, as before there were several
+          ObjectNode first = (ObjectNode) relayArr.get(0);
+          if (first.has("fingerprint")) {
+            o.put("relay_fingerprint", first.get("fingerprint").asText()).put("epoch", first.path("epoch").asText(null));
+          }
+          // a position is never below 0; one that says so has no session behind it and is not shown (issue 12 item 6)
+          if (first.has("received_through")) {
+            o.put("received_through", first.get("received_through").asLong())
+                .put("acked_through", first.get("acked_through").asLong());
+          }
+        }
+        if (urls.size() <= 1) {
+          err().println("[mbxrelay] host " + o.get("host").asText() + "; relay " + (url == null ? "not set" : url
+              + (o.has("relay_fingerprint") ? " (key " + o.get("relay_fingerprint").asText() + ", epoch "
+              + o.path("epoch").asText("-") + ")" : ""))
+              + (o.has("received_through") ? "; received through " + o.get("received_through").asLong()
+              + ", acked through " + o.get("acked_through").asLong() : url == null ? "" : "; nothing received yet"));
+        } else {
+          err().println("[mbxrelay] host " + o.get("host").asText() + "; " + urls.size() + " relays (every message"
+              + " goes to each)");
+          for (com.fasterxml.jackson.databind.JsonNode r : relayArr) {
+            err().println("[mbxrelay] " + relayLine((ObjectNode) r));
+          }
+        }
         ArrayNode rows = o.putArray("outbox");
         java.util.Map<String, Integer> counts = new java.util.TreeMap<>();
         for (HostStore.DraftRow d : s.drafts()) {
@@ -625,15 +820,32 @@ final class HostStateCommands {
           err().println("[mbxrelay] envelope " + d.msgId() + " -> " + target + ": waiting-for-key ("
               + d.lastError() + ")");
         }
+        // one entry per item and target; with several relays its state is the message's (settled when the receipt
+        // came through any relay) and each relay's row is listed under it
+        java.util.Map<String, List<HostStore.OutboxRow>> items = new java.util.LinkedHashMap<>();
         for (HostStore.OutboxRow r : s.outbox()) {
+          items.computeIfAbsent(r.kind() + "|" + r.itemId() + "|" + r.targetPubkey(), x -> new java.util.ArrayList<>())
+              .add(r);
+        }
+        for (List<HostStore.OutboxRow> group : items.values()) {
+          HostStore.OutboxRow r = representative(group);
+          String state = r.state();
           if (r.kind().equals("envelope")) {
-            counts.merge(r.state(), 1, Integer::sum);
+            counts.merge(state, 1, Integer::sum);
           }
-          rows.addObject().put("kind", r.kind()).put("msg_id", r.msgId())
+          ObjectNode e = rows.addObject().put("kind", r.kind()).put("msg_id", r.msgId())
               .put("target", s.peers().getOrDefault(r.targetPubkey(), Fingerprint.ofB64(r.targetPubkey())))
-              .put("state", r.state()).put("attempts", r.attempts()).put("last_error", r.lastError());
-          err().println("[mbxrelay] " + r.kind() + " " + r.msgId() + " -> " + rows.get(rows.size() - 1)
-              .get("target").asText() + ": " + r.state() + (r.lastError() == null ? "" : " (" + r.lastError() + ")"));
+              .put("state", state).put("attempts", r.attempts()).put("last_error", r.lastError());
+          ArrayNode per = e.putArray("relays");
+          StringBuilder detail = new StringBuilder();
+          for (HostStore.OutboxRow x : group) {
+            per.addObject().put("relay", x.relay()).put("state", x.state()).put("attempts", x.attempts())
+                .put("last_error", x.lastError());
+            detail.append(detail.length() == 0 ? " [" : ", ").append(x.relay()).append(": ").append(x.state())
+                .append(x.lastError() == null ? "" : " (" + x.lastError() + ")");
+          }
+          err().println("[mbxrelay] " + r.kind() + " " + r.msgId() + " -> " + e.get("target").asText() + ": " + state
+              + (group.size() > 1 ? detail + "]" : r.lastError() == null ? "" : " (" + r.lastError() + ")"));
         }
         if (!counts.isEmpty()) {
           ObjectNode c = o.putObject("sent");
@@ -668,6 +880,23 @@ final class HostStateCommands {
         return HostSupport.OK;
       }
     }
+  }
+
+  /** States in the order a message's own state is read from its rows: the first one any row is in. */
+  private static final List<String> STATE_ORDER = List.of("settled", "relay-accepted", "sent", "repush", "pending",
+      "unconfirmed", "expired", "undelivered", "dropped");
+
+  /** The row whose state is the item's (settled through any relay, else accepted by one, else still queued, …). */
+  static HostStore.OutboxRow representative(List<HostStore.OutboxRow> group) {
+    HostStore.OutboxRow best = group.get(0);
+    for (HostStore.OutboxRow r : group) {
+      int ri = STATE_ORDER.indexOf(r.state());
+      int bi = STATE_ORDER.indexOf(best.state());
+      if (ri >= 0 && (bi < 0 || ri < bi)) {
+        best = r;
+      }
+    }
+    return best;
   }
 
   /** {@code mbxrelay host quarantine}. */
@@ -705,16 +934,25 @@ final class HostStateCommands {
     @Override
     int run() throws Exception {
       try (HostStore s = store()) {
-        String url = setting(s, "relay_url", "no relay set: run `mbxrelay host relay set URL` first");
-        List<String> lines = HostAgent.doctor(s, url);
+        List<String> urls = s.relayUrls();
+        if (urls.isEmpty()) {
+          throw new HostSupport.Failure(HostSupport.USAGE, "no relay set: run `mbxrelay host relay set URL` first");
+        }
+        List<String> lines = HostAgent.doctor(s, urls);
         for (String l : lines) {
           err().println("[mbxrelay] " + l);
         }
-        if (lines.isEmpty()) {
-          err().println("[mbxrelay] relay " + url + ": ok");
+        ArrayNode rs = Json.MAPPER.createArrayNode();
+        for (String u : urls) {
+          boolean ok = HostAgent.relayDoctor(s, u).isEmpty();
+          if (ok) {
+            err().println("[mbxrelay] relay " + u + ": ok");
+          }
+          rs.add(relayJson(s, u).put("ok", ok));
         }
         if (json) {
-          ObjectNode o = Json.MAPPER.createObjectNode().put("relay", url).put("ok", lines.isEmpty());
+          ObjectNode o = Json.MAPPER.createObjectNode().put("relay", urls.get(0)).put("ok", lines.isEmpty());
+          o.set("relays", rs);
           ArrayNode p = o.putArray("problems");
           lines.forEach(p::add);
           HostSupport.printJson(out(), o);

@@ -75,6 +75,9 @@ final class HostSupport {
       throw new Failure(USAGE, e.getMessage());
     }
     Optional<String> stored = pins.get(url);
+    if (stored.isEmpty()) {
+      stored = hostStorePin(url, keyFile); // the durable host's pins (`host relay set`), issue 21 bug 7
+    }
     if (relayKeyOption != null) {
       Optional<String> fp = Fingerprint.normalize(relayKeyOption);
       if (fp.isEmpty()) {
@@ -97,10 +100,26 @@ final class HostSupport {
     return new Pinning(new RelayPin.TrustOnFirstUse(), pins, pinFile, true);
   }
 
+  /**
+   * The relay key pinned for {@code url} in the host store next to the key file ({@code host init} and
+   * {@code host relay set} keep their pins there, not in {@code relays.json}); empty when there is no such store.
+   */
+  static Optional<String> hostStorePin(String url, Path keyFile) throws Failure {
+    Path db = io.mbxrelay.host.HostStore.besideKey(keyFile);
+    if (!java.nio.file.Files.exists(db)) {
+      return Optional.empty();
+    }
+    try (io.mbxrelay.host.HostStore s = io.mbxrelay.host.HostStore.open(db)) {
+      return s.relay(url).map(io.mbxrelay.host.HostStore.RelayState::relayPubkey);
+    } catch (java.sql.SQLException e) {
+      throw new Failure(USAGE, "cannot open host store " + db + ": " + e.getMessage());
+    }
+  }
+
   /** Stores a newly learned relay key in the pin file (no-op when already pinned). */
   static void savePin(Pinning p, String url, Optional<String> relayKey, PrintWriter err) throws Failure {
-    if (relayKey.isEmpty() || p.pins().get(url).equals(relayKey)) {
-      return;
+    if (relayKey.isEmpty() || p.pin() instanceof RelayPin.Key || p.pins().get(url).equals(relayKey)) {
+      return; // known before the call (relays.json or the host store)
     }
     try {
       p.pins().with(url, relayKey.get()).save(p.pinFile());

@@ -144,6 +144,8 @@ public final class ServeCommand implements Callable<Integer> {
       return 0;
     }
     LogSetup.apply(cfg.log().json(), cfg.log().level());
+    // ACCP's native library and self-tests load while the store opens, not before it (docs/performance.md "Ed25519")
+    io.mbxrelay.crypto.Ed25519Engine.loadInBackground();
     boolean json = cfg.log().json();
     current = cfg;
     // a SIGHUP while the store opens (logrotate, a reload during a restart) must not end the process
@@ -206,6 +208,7 @@ public final class ServeCommand implements Callable<Integer> {
         RelayServer.version(), storeName(cfg, dir), server.epoch(), key.fingerprint(), server.port(),
         cfg.admin().bind(), server.adminPort(), cfg.http().instances(), cfg.store().readPoolSize(),
         cfg.store().writerBatchMax(), cfg.enrolment().authority(), mode, cfg.log().json(), LogSetup.level());
+    logEd25519Engine();
     // before the banner: a supervisor or test that acts on the listening line finds the handlers in place
     CountDownLatch stopped = handleSignals(server, file);
     say(json, Level.INFO, "untrusted store-and-forward relay listening on :" + server.port()
@@ -284,6 +287,18 @@ public final class ServeCommand implements Callable<Integer> {
       holder = io.mbxrelay.store.sqlite.StoreLock.heldBy(dir);
     }
     return null;
+  }
+
+  /** One line: the Ed25519 library that signs accept receipts and verifies hops, and why when it is the fallback. */
+  private static void logEd25519Engine() {
+    io.mbxrelay.crypto.Ed25519Engine engine = io.mbxrelay.crypto.Ed25519Engine.inUse();
+    java.util.Optional<String> fallback = io.mbxrelay.crypto.Ed25519Engine.fallbackReason();
+    if (fallback.isEmpty()) {
+      LOG.info("ed25519 engine [engine: {}] [library: {}]", engine.kind().label(), engine.description());
+    } else {
+      LOG.info("ed25519 engine [engine: {}] [library: {}] [fallback: {}]", engine.kind().label(),
+          engine.description(), fallback.get());
+    }
   }
 
   /** What the log names as the store: the directory, or the PostgreSQL URL without its parameters. */

@@ -123,9 +123,13 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    *     commands, ms (0 = never waits)
    * @param watermarkIntervalMs least time between two writes of the commit watermark file ({@code relay.watermark},
    *     issue 10 item 3), ms: the watermark lags the store by at most about this much (0 = after every commit, as
-   *     fast as the disk syncs)
+   *     fast as the disk syncs); not used while {@code watermarkBeforeAnswers}
+   * @param watermarkBeforeAnswers a transaction's answers wait until {@code relay.watermark} covers its commit, so a
+   *     WAL tail lost after an answer is always found at start (issue 22 item 3; sqlite only)
    * @param minFreeBytes free space the store's file system must keep, bytes: below it new pushes are refused (503) and
    *     {@code /ready} is 503, so acks, enrolments and the heartbeat still find room (issue 10 item 9; 0 = no floor)
+   * @param walAutocheckpointPages SQLite's {@code wal_autocheckpoint} for the writer, pages: the COMMIT that takes the
+   *     write-ahead log past it copies the log into the database (sqlite only; issue 18)
    * @param backend {@code sqlite} (the embedded default: one relay process on one store directory) or
    *     {@code postgresql} (several relay processes on one PostgreSQL database; docs/scale-out.md)
    * @param url PostgreSQL JDBC URL, {@code jdbc:postgresql://HOST[:PORT]/DATABASE[?PARAMS]} (postgresql only)
@@ -138,7 +142,7 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    */
   public record Store(String backend, int readPoolSize, int writerBatchMax, long writerTimeoutMs, long busyTimeoutMs,
       int writerBatchMaxRows, long writerBatchMaxBytes, long writerCommitDelayMs, long watermarkIntervalMs,
-      long minFreeBytes, String url, String user, String password, String passwordFile,
+      boolean watermarkBeforeAnswers, long minFreeBytes, int walAutocheckpointPages, String url, String user, String password, String passwordFile,
       int poolSize) {
 
     /** {@code store.backend} value of the embedded SQLite store. */
@@ -180,7 +184,9 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
       return "Store[readPoolSize=" + readPoolSize + ", writerBatchMax=" + writerBatchMax + ", writerTimeoutMs="
           + writerTimeoutMs + ", busyTimeoutMs=" + busyTimeoutMs + ", writerBatchMaxRows=" + writerBatchMaxRows
           + ", writerBatchMaxBytes=" + writerBatchMaxBytes + ", writerCommitDelayMs=" + writerCommitDelayMs
-          + ", watermarkIntervalMs=" + watermarkIntervalMs + ", minFreeBytes=" + minFreeBytes + ", backend=" + backend
+          + ", watermarkIntervalMs=" + watermarkIntervalMs + ", watermarkBeforeAnswers=" + watermarkBeforeAnswers
+          + ", minFreeBytes=" + minFreeBytes
+          + ", walAutocheckpointPages=" + walAutocheckpointPages + ", backend=" + backend
           + ", url=" + shownUrl + ", user=" + user + ", password=" + (password == null || password.isEmpty()
           ? "unset" : "set") + ", passwordFile=" + passwordFile + ", poolSize=" + poolSize + "]";
     }

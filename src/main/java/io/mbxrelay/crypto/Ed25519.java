@@ -5,8 +5,9 @@ import java.util.Optional;
 
 /**
  * Ed25519 signature verification as the reference does it ({@code docs/protocol.md §1}): lenient base64 decoding of key
- * and signature, and any problem means "invalid" — this never throws. Stateless and thread-safe (BouncyCastle's
- * stateless RFC 8032 functions).
+ * and signature, and any problem means "invalid" — this never throws. What is accepted is BouncyCastle's RFC 8032
+ * verification, whichever {@link Ed25519Engine} runs it (AWS-LC where it loads, glued to accept exactly the same).
+ * Thread-safe: safe on any event loop.
  */
 public final class Ed25519 {
 
@@ -29,34 +30,33 @@ public final class Ed25519 {
     if (sig.isEmpty() || sig.get().length != Ed25519KeyPair.SIGNATURE_BYTES) {
       return false;
     }
-    org.bouncycastle.math.ec.rfc8032.Ed25519.PublicPoint point = POINTS.get(pubkeyB64);
-    if (point == null) {
+    Ed25519Engine.Verifier verifier = POINTS.get(pubkeyB64);
+    if (verifier == null) {
       Optional<byte[]> pub = B64.decodeLenient(pubkeyB64);
       if (pub.isEmpty() || pub.get().length != Ed25519KeyPair.KEY_BYTES) {
         return false;
       }
-      point = org.bouncycastle.math.ec.rfc8032.Ed25519.validatePublicKeyPartialExport(pub.get(), 0);
-      if (point == null) {
-        return false; // not a point: the byte form below refuses it too (tested)
+      verifier = ENGINE.verifier(pub.get());
+      if (verifier == null) {
+        return false; // not a usable key (BouncyCastle's check): the byte form below refuses it too (tested)
       }
       if (POINTS.size() >= MAX_POINTS) {
         POINTS.clear(); // a plain bound: hosts' keys come back on their next request
       }
-      POINTS.put(pubkeyB64, point);
+      POINTS.put(pubkeyB64, verifier);
     }
-    try {
-      return org.bouncycastle.math.ec.rfc8032.Ed25519.verify(sig.get(), 0, point, message, 0, message.length);
-    } catch (RuntimeException e) {
-      return false;
-    }
+    return verifier.verify(message, sig.get());
   }
 
+  private static final Ed25519Engine ENGINE = Ed25519Engine.inUse();
+
   /**
-   * Decoded public points by key text: decoding a key (a square root in the field) is a tenth of a verification, and
-   * every request of a host verifies with the same key. Bounded by {@link #MAX_POINTS}.
+   * Per-key verifiers by key text, each holding the decoded public point (decoding a key, a square root in the
+   * field, is a tenth of a verification, and every request of a host verifies with the same key) and, on the AWS-LC
+   * engine, the JDK's key object (about 500 bytes). Bounded by {@link #MAX_POINTS}.
    */
-  private static final java.util.concurrent.ConcurrentHashMap<String,
-      org.bouncycastle.math.ec.rfc8032.Ed25519.PublicPoint> POINTS = new java.util.concurrent.ConcurrentHashMap<>();
+  private static final java.util.concurrent.ConcurrentHashMap<String, Ed25519Engine.Verifier> POINTS =
+      new java.util.concurrent.ConcurrentHashMap<>();
   private static final int MAX_POINTS = 50_000;
 
   /**
@@ -72,10 +72,7 @@ public final class Ed25519 {
         || pub32.length != Ed25519KeyPair.KEY_BYTES || sig64.length != Ed25519KeyPair.SIGNATURE_BYTES) {
       return false;
     }
-    try {
-      return org.bouncycastle.math.ec.rfc8032.Ed25519.verify(sig64, 0, pub32, 0, message, 0, message.length);
-    } catch (RuntimeException e) {
-      return false;
-    }
+    Ed25519Engine.Verifier verifier = ENGINE.verifier(pub32);
+    return verifier != null && verifier.verify(message, sig64);
   }
 }

@@ -8,8 +8,9 @@ import java.util.Arrays;
  * An Ed25519 key pair (host or relay key) built from its 32-byte RFC 8032 seed ({@code docs/protocol.md §1} "Ed25519
  * keys"). Signing is pure Ed25519 and deterministic.
  *
- * <p>Immutable and thread-safe: signing uses BouncyCastle's stateless
- * {@code org.bouncycastle.math.ec.rfc8032.Ed25519} functions, never a shared {@code Ed25519Signer}.
+ * <p>Immutable and thread-safe (safe on any event loop): signing goes through the {@link Ed25519Engine} in use
+ * (AWS-LC with one JCA {@code Signature} per thread, or BouncyCastle's stateless RFC 8032 functions), never a shared
+ * signer object; the signature bytes are the same on either.
  * {@link #toString()} shows only the fingerprint; the seed never leaves except through {@link #seedB64()}.
  */
 public final class Ed25519KeyPair {
@@ -24,6 +25,11 @@ public final class Ed25519KeyPair {
   private final byte[] seed;
   private final byte[] publicKey;
   private final String publicKeyB64;
+  /**
+   * Made on the first signature, not here: loading a key (the relay's at start, a CLI's) does not wait for the engine
+   * to load (ACCP takes a few hundred ms). Racing threads may each make one; they are equivalent.
+   */
+  private volatile Ed25519Engine.Signer signer;
 
   private Ed25519KeyPair(byte[] seed) {
     this.seed = seed.clone();
@@ -97,9 +103,12 @@ public final class Ed25519KeyPair {
    * @return the 64-byte signature
    */
   public byte[] sign(byte[] message) {
-    byte[] sig = new byte[SIGNATURE_BYTES];
-    org.bouncycastle.math.ec.rfc8032.Ed25519.sign(seed, 0, publicKey, 0, message, 0, message.length, sig, 0);
-    return sig;
+    Ed25519Engine.Signer s = signer;
+    if (s == null) {
+      s = Ed25519Engine.inUse().signer(seed, publicKey);
+      signer = s;
+    }
+    return s.sign(message);
   }
 
   /**

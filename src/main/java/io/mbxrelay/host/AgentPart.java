@@ -2,7 +2,10 @@ package io.mbxrelay.host;
 
 import io.mbxrelay.crypto.Ed25519KeyPair;
 
-/** Base of the parts of a {@link HostAgent}: short names for what they share through the {@link AgentContext}. */
+/**
+ * Base of the parts of a {@link HostAgent}: short names for what they share through the {@link AgentContext}, and
+ * the relay a part works for ({@code url}; null for the message-level {@link Outbox}).
+ */
 abstract class AgentPart {
 
   final AgentContext ctx;
@@ -17,14 +20,14 @@ abstract class AgentPart {
   final String url;
   final HostAgent.Options options;
 
-  AgentPart(AgentContext ctx) {
+  AgentPart(AgentContext ctx, String url) {
     this.ctx = ctx;
     this.store = ctx.store;
     this.relays = new RelayRows(ctx.store);
     this.rows = new OutboxRows(ctx.store);
     this.inRows = new InboxRows(ctx.store);
     this.key = ctx.key;
-    this.url = ctx.url;
+    this.url = url;
     this.options = ctx.options;
   }
 

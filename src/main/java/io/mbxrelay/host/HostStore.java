@@ -18,12 +18,15 @@ import java.util.Optional;
  * <ul>
  *   <li>{@code meta} — host key reference (public key only; the private key stays in its key file), host name,
  *       receipt counter;</li>
- *   <li>{@code relays} — pinned relay key per URL, a presented-but-unconfirmed key, stored epoch, enrolled cache
- *       (keyed by relay, relay key, epoch, host key), allowlist digest, session backoff;</li>
+ *   <li>{@code relays} — pinned relay key per URL, a presented-but-unconfirmed key, stored epoch, announced limits,
+ *       enrolled cache (keyed by relay, relay key, epoch, host key), allowlist digest and last {@code iat}, session
+ *       backoff, last session state; the relays the CLI uses are {@code meta.relay_urls};</li>
  *   <li>{@code peers} — accepted peer host keys (the allowlist; receipts are verified with them);</li>
- *   <li>{@code outbox} — one row per (relay, item id, target): the sealed wire bytes (stored before the first
- *       attempt, reused on every retry), state {@code pending | repush | relay-accepted | settled | unconfirmed |
- *       expired | sent}, attempts, {@code next_at} (ms), seq/epoch/accept receipt/sig, {@code deadline_at} (ms);</li>
+ *   <li>{@code outbox} — one row per (relay, item id, target), a message having a row on each relay it goes to: the
+ *       sealed wire bytes (stored before the first attempt, reused on every retry), the key they are sealed for and,
+ *       while they may be resealed, the plaintext, state {@code pending | repush | relay-accepted | settled |
+ *       unconfirmed | expired | undelivered | dropped | sent}, attempts, {@code next_at} (ms), {@code unsure} (the
+ *       relay may hold the bytes), seq/epoch/accept receipt/sig, {@code deadline_at} (ms);</li>
  *   <li>{@code positions} — receive position {@code (relay, epoch, received_through)} and the acked marker;</li>
  *   <li>{@code quarantine} — {@code (relay, epoch, seq, kind, item_id, sender_pubkey, reason, wire, at)};</li>
  *   <li>{@code received} — message ids already handed to the application (receiver dedup);</li>
@@ -85,10 +88,7 @@ public final class HostStore implements AutoCloseable {
       s.execute("PRAGMA synchronous=FULL");
       s.execute("PRAGMA busy_timeout=5000");
       s.execute("PRAGMA foreign_keys=ON");
-      for (String ddl : SCHEMA) {
-        s.execute(ddl);
-      }
-      addMissingColumns(c);
+      migrate(c, file);
     } catch (SQLException e) {
       c.close();
       throw e;
@@ -155,8 +155,11 @@ public final class HostStore implements AutoCloseable {
           + " UNIQUE(msg_id, target_pubkey))",
   };
 
-  /** Columns added after the first release of a table: (table, column, type). Added when missing. */
-  private static final String[][] ADDED_COLUMNS = {
+  /**
+   * Columns added to the version-1 layout while it was current (before stores carried a {@code schema_version}):
+   * (table, column, type), added when missing, so every version-1 store reaches the same layout.
+   */
+  private static final String[][] V1_ADDED_COLUMNS = {
       {"peers", "enc_pub", "TEXT"},
       {"peers", "ad_enc_pub", "TEXT"},
       {"peers", "ad_iat", "TEXT"},
@@ -166,8 +169,106 @@ public final class HostStore implements AutoCloseable {
       {"inbox", "body", "TEXT"},
   };
 
-  private static void addMissingColumns(Connection c) throws SQLException {
-    for (String[] col : ADDED_COLUMNS) {
+  /**
+   * Version 2 (issue 21): several relays per host ({@code meta.relay_urls}), the relay's announced item limit, the
+   * allowlist's last {@code iat}, each relay's last session state; per outbox row the key it was sealed for, the
+   * plaintext kept while it may be resealed and whether the relay may hold its bytes (and indexes that find a
+   * message's rows on every relay); a draft's key-wait alert.
+   */
+  private static final String[][] V2_ADDED_COLUMNS = {
+      {"relays", "max_item_bytes", "INTEGER NOT NULL DEFAULT 524288"},
+      {"relays", "allowlist_iat", "INTEGER NOT NULL DEFAULT 0"},
+      {"relays", "last_session", "TEXT"},
+      {"outbox", "enc_pub", "TEXT"},
+      {"outbox", "plain", "TEXT"},
+      {"outbox", "unsure", "INTEGER NOT NULL DEFAULT 0"},
+      {"drafts", "alerted_at", "INTEGER"},
+  };
+
+  /** The schema version this code writes ({@code meta.schema_version}); a store without the key is version 1. */
+  public static final int SCHEMA_VERSION = 2;
+
+  /**
+   * Brings a store to {@link #SCHEMA_VERSION} in one transaction (nothing changes when a step fails): creates what a
+   * new store lacks, adds the columns of each version, and migrates data (version 2: the one relay URL of
+   * {@code meta.relay_url} becomes the list {@code meta.relay_urls}; rows pushed before may be held by the relay, so
+   * they are marked {@code unsure} and never resealed). Every step is idempotent. A newer store is refused: this code
+   * would not know what its columns mean.
+   */
+  private static void migrate(Connection c, Path file) throws SQLException {
+    int version = storedVersion(c);
+    if (version > SCHEMA_VERSION) {
+      throw new SQLException("the host store " + file + " has schema version " + version + ", newer than this"
+          + " program's " + SCHEMA_VERSION + ": use a newer mbxrelay");
+    }
+    if (version == SCHEMA_VERSION) {
+      return; // no write lock at every open (a `host send` beside a running `host run`)
+    }
+    try (Statement s = c.createStatement()) {
+      s.execute("BEGIN IMMEDIATE");
+    }
+    boolean ok = false;
+    try (Statement s = c.createStatement()) {
+      for (String ddl : SCHEMA) {
+        s.execute(ddl);
+      }
+      addMissingColumns(c, V1_ADDED_COLUMNS);
+      if (version < 2) {
+        addMissingColumns(c, V2_ADDED_COLUMNS);
+        // a message's rows on the other relays are found by item or message id and target
+        s.execute("CREATE INDEX IF NOT EXISTS outbox_item ON outbox(item_id, target_pubkey)");
+        s.execute("CREATE INDEX IF NOT EXISTS outbox_msg ON outbox(msg_id, target_pubkey)");
+        s.execute("CREATE INDEX IF NOT EXISTS outbox_by_state ON outbox(state, kind)"); // live rows among the settled
+        s.execute("UPDATE outbox SET unsure=1 WHERE attempts>0");
+        try (ResultSet rs = s.executeQuery("SELECT v FROM meta WHERE k='relay_url'")) {
+          if (rs.next()) {
+            String urls = io.mbxrelay.wire.Json.stringify(io.mbxrelay.wire.Json.MAPPER.createArrayNode()
+                .add(RelayPins.normalizeUrl(rs.getString(1))));
+            try (PreparedStatement ps = c.prepareStatement("INSERT OR IGNORE INTO meta(k, v) VALUES('relay_urls', ?)")) {
+              ps.setString(1, urls);
+              ps.executeUpdate();
+            }
+          }
+        }
+      }
+      s.execute("INSERT INTO meta(k, v) VALUES('schema_version', '" + SCHEMA_VERSION + "')"
+          + " ON CONFLICT(k) DO UPDATE SET v=excluded.v");
+      s.execute("COMMIT");
+      ok = true;
+    } finally {
+      if (!ok) {
+        try (Statement s = c.createStatement()) {
+          s.execute("ROLLBACK");
+        } catch (SQLException ignored) {
+          // the original failure is what matters
+        }
+      }
+    }
+  }
+
+  /** The stored schema version: 0 for an empty file, 1 for a store from before the version key. */
+  private static int storedVersion(Connection c) throws SQLException {
+    try (Statement s = c.createStatement()) {
+      try (ResultSet rs = s.executeQuery("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'")) {
+        if (!rs.next()) {
+          return 0;
+        }
+      }
+      try (ResultSet rs = s.executeQuery("SELECT v FROM meta WHERE k='schema_version'")) {
+        if (!rs.next()) {
+          return 1;
+        }
+        try {
+          return Integer.parseInt(rs.getString(1));
+        } catch (NumberFormatException e) {
+          throw new SQLException("the host store's schema_version is not a number: " + rs.getString(1));
+        }
+      }
+    }
+  }
+
+  private static void addMissingColumns(Connection c, String[][] columns) throws SQLException {
+    for (String[] col : columns) {
       boolean present = false;
       try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("PRAGMA table_info(" + col[0] + ")")) {
         while (rs.next()) {
@@ -329,6 +430,46 @@ public final class HostStore implements AutoCloseable {
     });
   }
 
+  /**
+   * The relays this host uses, in order ({@code meta.relay_urls}, written by the CLI's {@code host relay set|add|remove}
+   * and {@link #putRelayUrls}). A library {@link HostAgent} uses the list it is given; this one is what the CLI runs,
+   * shows and checks.
+   *
+   * @return normalized relay URLs, first = the one {@code relay set} chose; empty when none is set
+   * @throws SQLException on storage errors
+   */
+  public synchronized List<String> relayUrls() throws SQLException {
+    Optional<String> v = meta("relay_urls");
+    if (v.isEmpty()) {
+      return meta("relay_url").map(u -> List.of(RelayPins.normalizeUrl(u))).orElse(List.of());
+    }
+    List<String> out = new ArrayList<>();
+    io.mbxrelay.wire.Json.parse(v.get()).forEach(n -> out.add(n.asText()));
+    return List.copyOf(out);
+  }
+
+  /**
+   * Stores the relays this host uses (in one transaction; {@code relay_url} keeps the first for older readers).
+   *
+   * @param urls relay URLs (normalized here, duplicates dropped, order kept)
+   * @throws SQLException on storage errors
+   */
+  public synchronized void putRelayUrls(List<String> urls) throws SQLException {
+    java.util.LinkedHashSet<String> set = new java.util.LinkedHashSet<>();
+    urls.forEach(u -> set.add(RelayPins.normalizeUrl(u)));
+    com.fasterxml.jackson.databind.node.ArrayNode a = io.mbxrelay.wire.Json.MAPPER.createArrayNode();
+    set.forEach(a::add);
+    tx(x -> {
+      putMeta("relay_urls", io.mbxrelay.wire.Json.stringify(a));
+      if (set.isEmpty()) {
+        update("DELETE FROM meta WHERE k='relay_url'");
+      } else {
+        putMeta("relay_url", set.iterator().next());
+      }
+      return null;
+    });
+  }
+
   // ---- public read model ----
 
   /**
@@ -341,7 +482,8 @@ public final class HostStore implements AutoCloseable {
    * @param msgId the message id (envelope id; for a receipt, the message it confirms)
    * @param targetPubkey target host key (base64)
    * @param wireHash lowercase hex SHA-256 of the wire bytes
-   * @param state {@code pending | repush | relay-accepted | settled | unconfirmed | expired | sent}
+   * @param state this relay's: {@code pending | repush | relay-accepted | settled | unconfirmed | expired | undelivered
+   *     | dropped} (its relay no longer used) {@code | sent} (a receipt the relay accepted)
    * @param attempts push attempts so far
    * @param nextAt earliest next push, ms since the epoch
    * @param lastError last push problem, or null
@@ -373,7 +515,7 @@ public final class HostStore implements AutoCloseable {
    * An alert for people.
    *
    * @param at ms since the epoch
-   * @param kind {@code unconfirmed | expired | relay-key-changed | undelivered}
+   * @param kind {@code unconfirmed | expired | relay-key-changed | undelivered | waiting-for-key}
    * @param relay relay URL or null
    * @param targetPubkey the peer concerned or null
    * @param itemId the item concerned or null
@@ -391,9 +533,12 @@ public final class HostStore implements AutoCloseable {
    * @param retentionDays retention from the relay's info (days)
    * @param lastError last session problem, or null
    * @param lastOkAt last successful session, ms, or null
+   * @param lastSession how the relay's part of the last tick went ({@link TickReport.Relay#session()}), or null
+   *     before the first
+   * @param maxItemBytes the relay's {@code max_item_bytes} from its last info (524,288 before any)
    */
   public record RelayState(String url, String relayPubkey, String presentedPubkey, String epoch, int retentionDays,
-      String lastError, Long lastOkAt) {}
+      String lastError, Long lastOkAt, String lastSession, int maxItemBytes) {}
 
   /**
    * The receive position for one relay (docs/protocol.md §7.4).
@@ -418,7 +563,8 @@ public final class HostStore implements AutoCloseable {
 
   static final RowMapper<RelayState> RELAY = rs -> new RelayState(rs.getString("url"), rs.getString("relay_pubkey"),
       rs.getString("presented_pubkey"), rs.getString("epoch"), rs.getInt("retention_days"),
-      rs.getString("last_error"), nullableLong(rs, "last_ok_at"));
+      rs.getString("last_error"), nullableLong(rs, "last_ok_at"), rs.getString("last_session"),
+      rs.getInt("max_item_bytes"));
 
   static final RowMapper<Position> POSITION = rs -> new Position(rs.getString("relay"), rs.getString("epoch"),
       rs.getLong("received_through"), rs.getLong("acked_through"));
@@ -605,6 +751,18 @@ public final class HostStore implements AutoCloseable {
    */
   synchronized int maxPull(String url) throws SQLException {
     return one("SELECT max_pull FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(500);
+  }
+
+  /**
+   * The relay's {@code max_item_bytes} from its last info (decoded wire bytes per item), 524,288 before any
+   * (docs/protocol.md §4.7).
+   *
+   * @param url normalized relay URL
+   * @return the limit
+   * @throws SQLException on storage errors
+   */
+  synchronized int maxItemBytes(String url) throws SQLException {
+    return one("SELECT max_item_bytes FROM relays WHERE url=?", rs -> rs.getInt(1), url).orElse(524_288);
   }
 
   /**

@@ -3,7 +3,6 @@ package io.mbxrelay.host;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.crypto.Ed25519;
-import io.mbxrelay.crypto.Fingerprint;
 import io.mbxrelay.host.BlockingRelayClient.RelayUnreachable;
 import io.mbxrelay.wire.CanonicalJson;
 import io.mbxrelay.wire.Hashes;
@@ -34,9 +33,12 @@ final class Inbox extends AgentPart {
   /** Whether the last tick's pulls ended on a page without {@code more} (then waiting is worth it). */
   volatile boolean caughtUp;
 
-  Inbox(AgentContext ctx, RelaySession session, Outbox outbox, HostApplication app) {
-    super(ctx);
-    this.session = session;
+  private final RelayLane lane;
+
+  Inbox(AgentContext ctx, RelayLane lane, Outbox outbox, HostApplication app) {
+    super(ctx, lane.url);
+    this.lane = lane;
+    this.session = lane.session;
     this.outbox = outbox;
     this.app = app;
   }
@@ -52,7 +54,7 @@ final class Inbox extends AgentPart {
         r = pre.result(); // the page a long-poll wait brought, asked from this very position
       } else {
         try {
-          r = ctx.transport(relayPub).pull(pos.receivedThrough(), maxPull, pos.epoch());
+          r = lane.transport(relayPub).pull(pos.receivedThrough(), maxPull, pos.epoch());
         } catch (RelayUnreachable e) {
           t.notes.add("pull failed (relay unreachable); retried next tick");
           return;
@@ -109,7 +111,7 @@ final class Inbox extends AgentPart {
     }
     AckResult r;
     try {
-      r = ctx.transport(relayPub).ack(pos.epoch(), pos.receivedThrough());
+      r = lane.transport(relayPub).ack(pos.epoch(), pos.receivedThrough());
     } catch (RelayUnreachable e) {
       t.notes.add("ack lost (relay unreachable); the next ack covers it");
       return false;
@@ -138,7 +140,7 @@ final class Inbox extends AgentPart {
         reason = switch (item.kind()) {
           case "envelope" -> envelope(epoch, item, counts);
           case "receipt" -> receipt(item, counts);
-          case "expired" -> notice(item, relayPub, counts);
+          case "expired" -> notice(t, item, relayPub, counts);
           default -> "unknown kind";
         };
       } catch (SQLException e) {
@@ -235,13 +237,17 @@ final class Inbox extends AgentPart {
     rows.insertReceipt(url, ReceiptCheck.itemIdFor(rec), msgId, senderPubkey, bytes, Hashes.sha256Hex(bytes), now());
   }
 
-  /** A duplicate envelope re-queues its stored receipt (same bytes): the relay may have lost it. */
+  /**
+   * A duplicate envelope re-queues its stored receipt (same bytes) on the relay it came through: that relay may have
+   * lost it, or (several relays) the receipt so far went only through the relay the first copy came from. Returns
+   * whether a receipt for that message exists on any relay.
+   */
   private boolean requeueReceipt(String msgId, String senderPubkey) throws SQLException {
     List<Long> ids = rows.receiptIds(url, msgId, senderPubkey);
     for (long id : ids) {
       rows.requeueSent(id, now());
     }
-    return !ids.isEmpty();
+    return !ids.isEmpty() || rows.copyReceiptTo(url, msgId, senderPubkey, now()) > 0;
   }
 
   private String receipt(PullResult.PulledItem item, int[] counts) throws SQLException {
@@ -261,16 +267,20 @@ final class Inbox extends AgentPart {
       return "receipt is not signed by the peer's key";
     }
     String msg = rec.get("msg").textValue();
-    if (!rows.sentEnvelope(url, msg, item.senderPubkey())) {
+    if (!rows.sentEnvelope(msg, item.senderPubkey())) {
       return "receipt for a message this host did not send to that host";
     }
-    outbox.settle(msg, item.senderPubkey());
+    // whatever relay it came through, it settles every row of the message; the same receipt through another relay
+    // (or again after an epoch change) changes nothing and is not counted
+    if (outbox.settle(msg, item.senderPubkey()) > 0) {
+      counts[2]++;
+    }
     inRows.notePeerReceipt(item.senderPubkey(), now());
-    counts[2]++;
     return null;
   }
 
-  private String notice(PullResult.PulledItem item, String relayPub, int[] counts) throws SQLException {
+  private String notice(TickState t, PullResult.PulledItem item, String relayPub, int[] counts)
+      throws SQLException {
     if (!relayPub.equals(item.senderPubkey())) {
       return "expiry notice not from the pinned relay key";
     }
@@ -294,12 +304,7 @@ final class Inbox extends AgentPart {
       return "expiry notice for an item this host did not send";
     }
     counts[3]++;
-    if (!row.get().state().equals("settled") && !row.get().state().equals("expired")) {
-      String name = store.peers().getOrDefault(target, Fingerprint.ofB64(target));
-      rows.markExpired(row.get().id(), now());
-      ctx.alert("expired", target, itemId, "Undelivered to " + name + ": the relay expired message " + itemId
-          + " before " + name + " pulled it");
-    }
+    outbox.expired(t, url, row.get());
     return null;
   }
 }

@@ -96,7 +96,10 @@ final class PeerEncKeys {
       return "unusable encryption key (a low-order X25519 point)";
     }
     JsonNode served = answer.get("enc_pub");
-    if (served != null && !served.isNull() && !encPub.equals(served.asText())) {
+    if (served != null && !served.isNull() && !encPub.equals(served.asText()) && !isPeersV1Ad(answer, p)) {
+      // a relay keeps a host's v1 ad beside its v2 one (publishers tolerate v1 failures once v2 succeeded, and
+      // older relays never drop v1 ads), so a stale v1 key the peer itself signed is harmless: the signed,
+      // expiring v2 record decides. Any other second key is the relay answering two keys.
       return "tampered: the served key differs from the signed advertisement";
     }
     if (p.adIat() != null) {
@@ -110,6 +113,31 @@ final class PeerEncKeys {
       }
     }
     return null;
+  }
+
+  /**
+   * Whether the answer's v1 fields ({@code enc_pub}, {@code sig}) are a v1 ad the peer signed (docs/protocol.md §4.2:
+   * {@code sig} over canonical {@code {v:1, host, enc_pub}}, {@code host} the peer's name or the name served).
+   */
+  static boolean isPeersV1Ad(JsonNode answer, HostStore.Peer p) {
+    JsonNode encPub = answer.get("enc_pub");
+    JsonNode sig = answer.get("sig");
+    if (encPub == null || !encPub.isTextual() || sig == null || !sig.isTextual()) {
+      return false;
+    }
+    java.util.Set<String> names = new java.util.LinkedHashSet<>();
+    names.add(p.name());
+    if (answer.path("host").isTextual()) {
+      names.add(answer.get("host").textValue());
+    }
+    for (String host : names) {
+      com.fasterxml.jackson.databind.node.ObjectNode rec = io.mbxrelay.wire.Json.MAPPER.createObjectNode().put("v", 1)
+          .put("host", host).put("enc_pub", encPub.textValue());
+      if (Ed25519.verify(p.hostPubkey(), CanonicalJson.canonicalBytes(rec), sig.textValue())) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** The v2 ad check: null when {@code ad}, signed {@code sig}, is current and by that host key and name. */

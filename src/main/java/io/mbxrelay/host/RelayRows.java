@@ -21,10 +21,10 @@ final class RelayRows {
     return store.one("SELECT session_next_at FROM relays WHERE url=?", rs -> rs.getLong(1), url).orElse(0L);
   }
 
-  /** Stores the relay's announced limits (days, items per push batch, items per pull page). */
-  void setLimits(String url, long retentionDays, long maxBatch, long maxPull) throws SQLException {
-    store.update("UPDATE relays SET retention_days=?, max_batch=?, max_pull=? WHERE url=?", retentionDays, maxBatch,
-        maxPull, url);
+  /** Stores the relay's announced limits (days, items per push batch, items per pull page, bytes per item). */
+  void setLimits(String url, long retentionDays, long maxBatch, long maxPull, long maxItemBytes) throws SQLException {
+    store.update("UPDATE relays SET retention_days=?, max_batch=?, max_pull=?, max_item_bytes=? WHERE url=?",
+        retentionDays, maxBatch, maxPull, maxItemBytes, url);
   }
 
   /** Stores the relay's epoch. */
@@ -93,6 +93,16 @@ final class RelayRows {
     store.update("UPDATE relays SET allowlist_digest=? WHERE url=?", digest, url);
   }
 
+  /** The {@code iat} (epoch ms) of the last allowlist sent to {@code url}; 0 when none. */
+  long allowlistIat(String url) throws SQLException {
+    return store.one("SELECT allowlist_iat FROM relays WHERE url=?", rs -> rs.getLong(1), url).orElse(0L);
+  }
+
+  /** Records the {@code iat} (epoch ms) of an allowlist about to be sent. */
+  void setAllowlistIat(String url, long iat) throws SQLException {
+    store.update("UPDATE relays SET allowlist_iat=? WHERE url=?", iat, url);
+  }
+
   /** Records the epoch ms before which the allowlist is not published again. */
   void setAllowlistNextAt(String url, long nextAt) throws SQLException {
     store.update("UPDATE relays SET allowlist_next_at=? WHERE url=?", nextAt, url);
@@ -134,6 +144,11 @@ final class RelayRows {
   /** Records a tick that got through: no last error, last success at {@code nowMs}, session failures reset. */
   void markOk(String url, long nowMs) throws SQLException {
     store.update("UPDATE relays SET last_error=NULL, last_ok_at=?, session_failures=0 WHERE url=?", nowMs, url);
+  }
+
+  /** Records how the relay's part of the last tick went ({@link TickReport.Relay#session()}). */
+  void setLastSession(String url, String session) throws SQLException {
+    store.update("UPDATE relays SET last_session=? WHERE url=?", session, url);
   }
 
   /** Records the last relay problem (nullable text). */

@@ -17,12 +17,15 @@ import org.slf4j.LoggerFactory;
 /**
  * The relay session of one tick (docs/protocol.md §6 "Per tick"; docs/host-library.md "What a tick does" step 2):
  * signed info and the pin check, the epoch check, enrolment (with its backoff), the sender allowlist and this host's
- * enc-key ad; the epoch change / rewind every part of the tick may meet; the 401 handling. Used by {@link HostAgent}
- * only, under its store lock, on the ticking thread.
+ * enc-key ad; the epoch change / rewind every part of the tick may meet; the 401 handling — for one relay (its
+ * {@link RelayLane}: another relay's session is not affected). Used by {@link HostAgent} only, under its store lock,
+ * on the ticking thread.
  */
 final class RelaySession extends AgentPart {
 
   private static final Logger LOG = LoggerFactory.getLogger(RelaySession.class);
+  /** Retry of an allowlist the relay answered 409 (it holds one dated at most 5 min ahead of its clock), ms. */
+  static final long ALLOWLIST_RETRY_MS = 30_000;
 
 
   /** The longest pull wait the relay offered in the last session, s (0: none). */
@@ -30,8 +33,11 @@ final class RelaySession extends AgentPart {
   /** The relay key of the last session (the long-poll wait uses its transport). */
   volatile String sessionRelayPub;
 
-  RelaySession(AgentContext ctx) {
-    super(ctx);
+  private final RelayLane lane;
+
+  RelaySession(AgentContext ctx, RelayLane lane) {
+    super(ctx, lane.url);
+    this.lane = lane;
   }
 
   String openSession(TickState t) throws Exception {
@@ -53,7 +59,8 @@ final class RelaySession extends AgentPart {
     sessionRelayPub = relayPub;
     relays.setLimits(url, info.limits().retentionDays() > 0 ? info.limits().retentionDays() : 14,
         info.limits().maxBatch() > 0 ? info.limits().maxBatch() : 200,
-        info.limits().maxPull() > 0 ? info.limits().maxPull() : 500);
+        info.limits().maxPull() > 0 ? info.limits().maxPull() : 500,
+        info.limits().maxItemBytes() > 0 ? info.limits().maxItemBytes() : Outbox.MAX_ITEM_BYTES);
     String stored = st.get().epoch();
     if (stored == null) {
       store.tx(c -> {
@@ -98,8 +105,8 @@ final class RelaySession extends AgentPart {
     EncAdResult v2;
     EncAdResult v1;
     try {
-      v2 = ctx.transport(relayPub).publishEncAd(name, encPub, now());
-      v1 = ctx.transport(relayPub).publishEncAdV1(name, encPub);
+      v2 = lane.transport(relayPub).publishEncAd(name, encPub, now());
+      v1 = lane.transport(relayPub).publishEncAdV1(name, encPub);
     } catch (RelayUnreachable e) {
       t.notes.add("enc-key ad not published (relay unreachable); retried next tick");
       return;
@@ -121,7 +128,7 @@ final class RelaySession extends AgentPart {
   private RelayInfo info(TickState t, String relayPub) throws Exception {
     InfoResult r;
     try {
-      r = ctx.transport(relayPub).info();
+      r = lane.transport(relayPub).info();
     } catch (RelayUnreachable e) {
       throw sessionFailure("unreachable", "relay unreachable: " + e.getMessage(), 30_000);
     }
@@ -162,7 +169,7 @@ final class RelaySession extends AgentPart {
     }
     EnrolResult r;
     try {
-      r = ctx.transport(relayPub).enrol(options.ownerFp());
+      r = lane.transport(relayPub).enrol(options.ownerFp());
     } catch (RelayUnreachable e) {
       throw sessionFailure("unreachable", "relay unreachable while enrolling: " + e.getMessage(), 30_000);
     }
@@ -202,16 +209,26 @@ final class RelaySession extends AgentPart {
     if (st.isEmpty() || digest.equals(st.get()[0]) || Long.parseLong(st.get()[1]) > now()) {
       return;
     }
+    // every list is newer than the last one sent (the relay keeps the newest by iat and answers 409 to one that is
+    // not), so two lists within one millisecond or after a clock step back are not refused
+    long iat = Math.max(now(), relays.allowlistIat(url) + 1);
+    relays.setAllowlistIat(url, iat);
     SendersResult r;
     try {
-      r = ctx.transport(relayPub).publishSenders(peers, now());
+      r = lane.transport(relayPub).publishSenders(peers, iat);
     } catch (RelayUnreachable e) {
       t.notes.add("allowlist not published (relay unreachable); retried next tick");
       return;
     }
-    if (r instanceof SendersResult.Published || (r instanceof Refused f && f.status() == 409)) {
+    if (r instanceof SendersResult.Published) {
       relays.setAllowlistDigest(url, digest);
       t.notes.add("allowlist published (" + peers.size() + " peer(s))");
+    } else if (r instanceof Refused f && f.status() == 409) {
+      // the relay holds a list at least as new (ours from another clock, or one dated ahead): this one is NOT
+      // published, so the peers added since would stay refused; retried with a newer iat until it passes
+      relays.setAllowlistNextAt(url, now() + ALLOWLIST_RETRY_MS);
+      t.notes.add("allowlist not published: the relay holds a newer list (409 " + f.error() + "); retried with a"
+          + " newer iat in " + ALLOWLIST_RETRY_MS / 1000 + " s");
     } else if (r instanceof Refused f && f.status() == 404) {
       relays.setAllowlistNextAt(url, now() + 3_600_000L);
       t.notes.add("relay does not support sender allowlists yet (404); retried in 1 h");

@@ -17,4 +17,6 @@ final class TickState {
   boolean freshEnrol;
   int epochChanges;
   final List<String> notes = new ArrayList<>();
+  /** Each peer's encryption key as resolved this tick (one relay look-up per peer per tick). */
+  final java.util.Map<String, PeerEncKeys.Resolution> keys = new java.util.HashMap<>();
 }

@@ -59,8 +59,6 @@ final class HopAuthHandler implements Handler<RoutingContext> {
 
   static final String CALLER = "mbx.caller";
 
-  private static final String HOP_TEXT = "mbx.hopText";
-
   private static final String HOP_TS = "mbx.hopTs";
 
   /** Longest {@code x-mbx-host} that can name an enrolment (HOST_RE: 63 characters). */
@@ -191,7 +189,6 @@ final class HopAuthHandler implements Handler<RoutingContext> {
     HttpServerRequest req = ctx.request();
     String path = HopText.signedPath(req.path(), req.query());
     byte[] text = HopText.signedBytes(req.method().name(), path, header(req, "x-mbx-ts"), rawBytes(ctx));
-    ctx.put(HOP_TEXT, text);
     String sig = header(req, "x-mbx-sig");
     for (Enrolment e : candidates) {
       if (Ed25519.verify(e.hostPubkey(), text, sig)) {
@@ -244,14 +241,14 @@ final class HopAuthHandler implements Handler<RoutingContext> {
           // Replay protection beyond the reference (issue 3 item 7): an exact replay of a state-changing hop inside
           // its freshness window is refused as a bad hop; a retry re-signed with a fresh ts is a new hop. Only routes
           // that change state are remembered, so requests to unknown paths cannot fill the cache.
-          if (s.trust().replay().admit(caller.hostPubkey(), ctx.<byte[]>get(HOP_TEXT), ctx.<Long>get(HOP_TS), now())
+          byte[] signature = io.mbxrelay.wire.B64.decodeLenient(header(ctx.request(), "x-mbx-sig")).orElseThrow();
+          if (s.trust().replay().admit(caller.hostPubkey(), signature, ctx.<Long>get(HOP_TS), now())
               == io.mbxrelay.auth.HopReplayCache.Result.REPLAY) {
             unsignedLabels.label(ctx.request());
             ctx.fail(RelayError.BAD_HOP);
             return;
           }
         }
-        ctx.remove(HOP_TEXT); // a copy of the body; not needed past here
         ctx.put(CALLER, caller);
         ctx.next();
       } else {

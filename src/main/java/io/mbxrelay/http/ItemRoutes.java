@@ -20,6 +20,7 @@ import io.mbxrelay.wire.CanonicalJson;
 import io.mbxrelay.wire.Hashes;
 import io.mbxrelay.wire.JsNumber;
 import io.mbxrelay.wire.Json;
+import io.mbxrelay.wire.PushBody;
 import io.mbxrelay.wire.KeySpelling;
 import io.mbxrelay.wire.WireCheck;
 import io.vertx.ext.web.RoutingContext;
@@ -69,15 +70,22 @@ final class ItemRoutes {
 
   void push(RoutingContext ctx) {
     Enrolment caller = ctx.get(HopAuthHandler.CALLER);
-    ObjectNode body = bodyObject(ctx);
-    JsonNode items = body.get("items");
-    if (items == null || !items.isArray() || items.size() > limits.maxBatch()) {
+    // the body read once into typed items (issue 18 "decode once"); the same reading as JSON.parse, see PushBody
+    PushBody.Result body = PushBody.parse(HttpAnswers.rawBytes(ctx));
+    if (body instanceof PushBody.NotJson) {
+      throw RelayError.badRequest("request body is not valid JSON");
+    }
+    if (body instanceof PushBody.NotObject) {
+      throw RelayError.badRequest("request body must be a JSON object");
+    }
+    List<PushBody.Item> items = ((PushBody.Items) body).items();
+    if (items == null || items.size() > limits.maxBatch()) {
       throw new RelayError(400, "batch must be an array of at most " + limits.maxBatch(), null);
     }
     boolean withinRate = s.pushRate().tryAcquire(caller.hostPubkey(), now());
     List<PreparedItem> prepared = new ArrayList<>(items.size());
     List<StoreCommand.Push> toStore = new ArrayList<>(items.size());
-    for (JsonNode item : items) {
+    for (PushBody.Item item : items) {
       PreparedItem p = prepare(caller, item, withinRate);
       prepared.add(p);
       if (p.push() != null) {
@@ -88,7 +96,7 @@ final class ItemRoutes {
       answerPush(ctx, caller, prepared, List.of());
       return;
     }
-    // the whole request is one command: one event-bus message, one savepoint, grouped with other requests' commands
+    // the whole request is one command: one event-bus message, grouped with other requests' commands
     s.writes().send(new StoreCommand.PushBatch(toStore))
         .onSuccess(guarded(ctx, outcomes -> answerPush(ctx, caller, prepared, outcomes)))
         .onFailure(ctx::fail);
@@ -140,30 +148,27 @@ final class ItemRoutes {
     return new io.mbxrelay.store.RejectReason.Rejection(reason, null);
   }
 
-  private PreparedItem prepare(Enrolment caller, JsonNode item, boolean withinRate) {
-    JsonNode idNode = item.get("item_id");
-    String echoId = idNode != null && idNode.isTextual() ? idNode.textValue() : "";
+  private PreparedItem prepare(Enrolment caller, PushBody.Item item, boolean withinRate) {
+    String echoId = item.itemId() != null ? item.itemId() : "";
     if (!withinRate) {
       return new PreparedItem(echoId, early(io.mbxrelay.store.RejectReason.RATE), null);
     }
-    if (idNode == null || !idNode.isTextual() || echoId.isEmpty() || echoId.length() > 300) {
+    if (item.itemId() == null || echoId.isEmpty() || echoId.length() > 300) {
       return new PreparedItem(echoId, early(io.mbxrelay.store.RejectReason.BAD_ITEM_ID), null);
     }
-    JsonNode kindNode = item.get("kind");
-    String kind = kindNode != null && kindNode.isTextual() ? kindNode.textValue() : "";
+    String kind = item.kind() != null ? item.kind() : "";
     if (!kind.equals("envelope") && !kind.equals("receipt")) {
       return new PreparedItem(echoId, early(io.mbxrelay.store.RejectReason.BAD_KIND), null);
     }
-    JsonNode targets = item.get("targets");
-    if (targets == null || !targets.isArray() || targets.isEmpty() || targets.size() > limits.maxTargets()) {
+    List<PushBody.Target> targets = item.targets();
+    if (targets == null || targets.isEmpty() || targets.size() > limits.maxTargets()) {
       return new PreparedItem(echoId, early(io.mbxrelay.store.RejectReason.BAD_TARGETS), null);
     }
     List<StoreCommand.Target> list = new ArrayList<>(targets.size());
     Set<String> seen = targets.size() == 1 ? null : new HashSet<>();
     List<String> keysAsSent = null;
-    for (JsonNode t : targets) {
-      JsonNode keyNode = t.get("host_pubkey");
-      String sent = keyNode != null && keyNode.isTextual() ? keyNode.textValue() : "";
+    for (PushBody.Target t : targets) {
+      String sent = t.keyAsSent();
       // targets are looked up, compared and stored in the canonical spelling (issue 11 item 4): two spellings of one
       // key are a duplicate target; an honest client's key is already canonical (no allocation)
       String key = KeySpelling.isCanonical(sent) ? sent : KeySpelling.canonicalOrSelf(sent);
@@ -182,9 +187,7 @@ final class ItemRoutes {
       if (seen != null && !seen.add(key)) {
         failure = early(io.mbxrelay.store.RejectReason.DUPLICATE_TARGET);
       } else {
-        JsonNode w = t.get("wire_b64");
-        Optional<byte[]> decoded = w != null && w.isTextual() && B64.isStdB64(w.textValue())
-            ? B64.decodeLenient(w.textValue()) : Optional.empty();
+        Optional<byte[]> decoded = t.wire() == null ? Optional.empty() : t.wire().decode();
         if (decoded.isEmpty()) {
           failure = early(io.mbxrelay.store.RejectReason.BAD_WIRE);
         } else if (decoded.get().length > limits.maxItemBytes()) {

@@ -184,6 +184,13 @@ public final class RelayMetrics implements AutoCloseable {
   public static final String STORE_WAL_BYTES = "mbxrelay.store.wal.bytes";
   /** Label name of the build version. */
   public static final String TAG_VERSION = "version";
+  /**
+   * Gauge, always 1, label {@code engine} ({@link io.mbxrelay.crypto.Ed25519Engine.Kind#label()}: {@code aws-lc} or
+   * {@code bouncycastle}): the library that signs and verifies Ed25519 (one series per process; issue 18).
+   */
+  public static final String ED25519_ENGINE_INFO = "mbxrelay.ed25519.engine.info";
+  /** Label name of the Ed25519 engine. */
+  public static final String TAG_ENGINE = "engine";
   /** How many finished expiry sweeps {@link #recentSweeps()} keeps. */
   public static final int RECENT_SWEEPS = 10;
 
@@ -773,13 +780,25 @@ public final class RelayMetrics implements AutoCloseable {
   private java.nio.file.Path dbFile;
 
   /**
-   * Registers {@code mbxrelay_build_info{version}} (value 1).
+   * Registers {@code mbxrelay_build_info{version}} and {@code mbxrelay_ed25519_engine_info{engine}} (value 1 each):
+   * what is running, fixed for the life of the process.
    *
    * @param version the software version (one value per process, so the label stays bounded)
    */
   public void buildInfo(String version) {
     Gauge.builder(BUILD_INFO, () -> 1).tag(TAG_VERSION, Objects.requireNonNull(version))
         .description("the running build, value 1").register(registry);
+    ed25519EngineInfo(io.mbxrelay.crypto.Ed25519Engine.inUse().kind());
+  }
+
+  /**
+   * Registers {@code mbxrelay_ed25519_engine_info{engine}} (value 1); {@link #buildInfo} does, with the engine in use.
+   *
+   * @param engine the engine (two possible label values)
+   */
+  void ed25519EngineInfo(io.mbxrelay.crypto.Ed25519Engine.Kind engine) {
+    Gauge.builder(ED25519_ENGINE_INFO, () -> 1).tag(TAG_ENGINE, engine.label())
+        .description("the Ed25519 library in use (aws-lc or bouncycastle), value 1").register(registry);
   }
 
   /**

@@ -182,6 +182,7 @@ public final class RelayServer implements AutoCloseable {
           config.limits(), config.store().busyTimeoutMs(), config.timers().heartbeatStaleMs(),
           options.acceptLostCommits());
       openedStore = store;
+      store.walAutocheckpoint(config.store().walAutocheckpointPages());
       armCrashPoint(options.crashPoint(), store.ledger());
       RelayMetrics.VertxSetup metricsSetup = RelayMetrics.vertxSetup();
       vertx = newVertx(metricsSetup);
@@ -196,9 +197,13 @@ public final class RelayServer implements AutoCloseable {
       store.onCommit(watermark::committed);
       metrics.bindWatermark(watermark::lag);
       DiskSpace disk = DiskSpace.of(options.storeDir(), config.store().minFreeBytes());
+      // answers leave once relay.watermark covers their commit (issue 22 item 3), unless the operator chose the lag
+      CommitWatermark mark = watermark;
+      java.util.function.Consumer<Runnable> answers = config.store().watermarkBeforeAnswers() ? mark::afterDurable
+          : Runnable::run;
       StoreWriterVerticle writer = new StoreWriterVerticle(store, config.store().writerBatchMax(),
           config.store().writerBatchMaxRows(), config.store().writerBatchMaxBytes(),
-          config.store().writerCommitDelayMs(), disk, (commands, nanos, failure) -> {
+          config.store().writerCommitDelayMs(), disk, answers, (commands, nanos, failure) -> {
             m.writerTransaction(commands.size(), nanos, failure == null ? null : failure.kind());
             options.transactions().transaction(commands, nanos, failure);
           });
@@ -266,7 +271,7 @@ public final class RelayServer implements AutoCloseable {
       // The database's disk is the database's: a full one answers 53100 (disk_full), mapped to 503 per request.
       DiskSpace disk = new DiskSpace(() -> Long.MAX_VALUE, System::nanoTime, 0);
       StoreWriterVerticle writer = new StoreWriterVerticle(store, sc.writerBatchMax(), sc.writerBatchMaxRows(),
-          sc.writerBatchMaxBytes(), sc.writerCommitDelayMs(), disk, (commands, nanos, failure) -> {
+          sc.writerBatchMaxBytes(), sc.writerCommitDelayMs(), disk, Runnable::run, (commands, nanos, failure) -> {
             m.writerTransaction(commands.size(), nanos, failure == null ? null : failure.kind());
             options.transactions().transaction(commands, nanos, failure);
           });

@@ -44,7 +44,7 @@ import org.slf4j.LoggerFactory;
  * on a worker thread, never on the event loop; writer queue depth and fail-stop from the writer's volatile fields;
  * the COMMIT p99 of the last five minutes from the {@code mbxrelay_writer_commit_seconds} histogram
  * ({@link HistogramWindow}, sampled every 15 s); recent expiry sweeps and the last JWKS refresh from
- * {@link RelayMetrics}; readiness from the admin server's own checks.
+ * {@link RelayMetrics}; readiness from the admin server's own checks; the Ed25519 engine from the crypto package.
  *
  * <p>Threading: the handlers run on the admin verticle's event loop; {@link #snapshot} is safe on any context.
  */
@@ -159,6 +159,7 @@ final class StatusRoutes {
     o.put("started_at", IsoTime.format(startedAtMs));
     o.put("uptime_seconds", TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - startedNanos));
     o.put("relay_key_fingerprint", services.relayKey().fingerprint());
+    o.put("ed25519_engine", io.mbxrelay.crypto.Ed25519Engine.inUse().kind().label());
     o.put("epoch", services.epoch());
     o.put("ready", b.failing().isEmpty());
     ArrayNode notReady = o.putArray("not_ready");

@@ -71,6 +71,7 @@ public final class StoreWriterVerticle extends VerticleBase {
   private final long commitDelayMs;
   private long lastTxnEnd;
   private final DiskSpace disk;
+  private final java.util.function.Consumer<Runnable> answersAfterCommit;
   private final java.util.concurrent.atomic.AtomicLong diskRefusals = new java.util.concurrent.atomic.AtomicLong();
 
   /**
@@ -80,11 +81,15 @@ public final class StoreWriterVerticle extends VerticleBase {
    * @param maxBytes most wire bytes per transaction ({@link StoreCommand#weightBytes()})
    * @param commitDelayMs how long a command arriving right after a transaction waits for company, ms (0 = never)
    * @param disk the store's free-space guard (floor {@code store.minFreeBytes})
+   * @param answersAfterCommit given, right after each committed transaction (writer thread), the task that sends its
+   *     answers; runs it when they may leave (at once, or once the commit watermark covers the commit: issue 22 item 3).
+   *     The task may then run on another thread.
    * @param listener transaction observer
    */
   public StoreWriterVerticle(RelayStore store, int batchMax, int maxRows, long maxBytes, long commitDelayMs,
-      DiskSpace disk, TransactionListener listener) {
+      DiskSpace disk, java.util.function.Consumer<Runnable> answersAfterCommit, TransactionListener listener) {
     this.store = Objects.requireNonNull(store);
+    this.answersAfterCommit = Objects.requireNonNull(answersAfterCommit);
     this.disk = Objects.requireNonNull(disk);
     this.batchMax = batchMax;
     this.maxRows = maxRows;
@@ -268,14 +273,16 @@ public final class StoreWriterVerticle extends VerticleBase {
       written += writtenBytes(c);
     }
     disk.committed(written);
-    for (int i = 0; i < batch.size(); i++) {
-      RelayStore.CommandResult r = results.get(i);
-      Message<StoreCommand<?>> m = batch.get(i);
-      if (r.error() == null) {
-        m.reply(r.value(), LOCAL);
-      } else {
-        m.fail(r.error().kind() == StoreException.Kind.INTERNAL ? 500 : 503, "store command failed");
+    answersAfterCommit.accept(() -> {
+      for (int i = 0; i < batch.size(); i++) {
+        RelayStore.CommandResult r = results.get(i);
+        Message<StoreCommand<?>> m = batch.get(i);
+        if (r.error() == null) {
+          m.reply(r.value(), LOCAL);
+        } else {
+          m.fail(r.error().kind() == StoreException.Kind.INTERNAL ? 500 : 503, "store command failed");
+        }
       }
-    }
+    });
   }
 }

@@ -131,13 +131,36 @@ public final class RelayLedger implements RelayStore {
     }
   }
 
+  /**
+   * One transaction over the batch. Commands run without savepoints of their own (a savepoint and its release are two
+   * statements per command, a third of the statements of a single-item push; issue 18): a command that fails (a bug,
+   * an {@code INTERNAL} store error) makes the whole transaction roll back, and the batch runs again with each command
+   * in its own savepoint, so that one command fails alone exactly as before. Refusals are values and never take that
+   * path; a multi-target item keeps its own savepoint either way.
+   */
   private List<CommandResult> runOnce(List<? extends StoreCommand<?>> commands) throws StoreException {
+    List<CommandResult> results = runTransaction(commands, false);
+    return results != null ? results : runTransaction(commands, true);
+  }
+
+  /**
+   * @param isolated each command in its own savepoint (a failing command rolls back alone)
+   * @return the results after COMMIT, or null when {@code isolated} is false and a command failed (rolled back)
+   */
+  private List<CommandResult> runTransaction(List<? extends StoreCommand<?>> commands, boolean isolated)
+      throws StoreException {
     depth = 0;
     backend.begin();
     List<CommandResult> results = new ArrayList<>(commands.size());
     try {
       for (StoreCommand<?> command : commands) {
-        results.add(runInSavepoint(command));
+        if (isolated) {
+          results.add(runInSavepoint(command));
+        } else if (!runDirectly(command, results)) {
+          backend.rollback();
+          newItemTargets.clear();
+          return null;
+        }
       }
       hook.at(commands, false);
       backend.commit();
@@ -165,6 +188,26 @@ public final class RelayLedger implements RelayStore {
     }
     hook.at(commands, true);
     return results;
+  }
+
+  /**
+   * Runs a command outside a savepoint of its own.
+   *
+   * @return false when it failed in a way that {@link #runInSavepoint} would confine to the command (the caller rolls
+   *     the transaction back); I/O, corruption and lost races propagate as from {@link #runInSavepoint}
+   */
+  private boolean runDirectly(StoreCommand<?> command, List<CommandResult> results) throws StoreException {
+    try {
+      results.add(new CommandResult(command.applyTo(rules), null));
+      return true;
+    } catch (StoreException e) {
+      if (e.kind() != StoreException.Kind.INTERNAL || e.retryable()) {
+        throw e;
+      }
+      return false;
+    } catch (RuntimeException e) {
+      return false; // logged when the isolated run meets it again
+    }
   }
 
   private CommandResult runInSavepoint(StoreCommand<?> command) throws StoreException {

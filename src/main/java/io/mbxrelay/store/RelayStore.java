@@ -16,9 +16,10 @@ public interface RelayStore extends AutoCloseable {
 
   /**
    * Current store schema version: 3 = the reference's 2 (docs/protocol.md §5) plus the deny list and enrolment clients tables
-   * (docs/protocol.md §7.8 "Revocation"). A v2 store is migrated in place; the reference cannot open a v3 store.
+   * (docs/protocol.md §7.8 "Revocation"); 4 = the same tables with the dedup key ordered by item id first (issue 18). Older
+   * stores are migrated in place; the reference cannot open a v3 or v4 store, nor an mbxrelay before 4 a v4 one.
    */
-  int SCHEMA_VERSION = 3;
+  int SCHEMA_VERSION = 4;
 
   /** The current epoch, a random UUID v4 string (docs/protocol.md §1). */
   String epoch();

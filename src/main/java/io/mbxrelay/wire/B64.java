@@ -123,6 +123,96 @@ public final class B64 {
   }
 
   /**
+   * {@link #isStdB64(String)} of the ASCII text {@code b[off, off + len)} (one byte per character: the caller passes
+   * bytes that are a JSON string's content, without escapes).
+   *
+   * @param b the bytes
+   * @param off start
+   * @param len length
+   * @return whether the text matches {@code ^[A-Za-z0-9+/]+={0,2}$}
+   */
+  public static boolean isStdB64(byte[] b, int off, int len) {
+    int end = off + len;
+    int i = off;
+    while (i < end) {
+      int c = b[i];
+      if (c < 0 || VALUES[c] < 0 || c == '-' || c == '_') {
+        break;
+      }
+      i++;
+    }
+    if (i == off || end - i > 2) {
+      return false;
+    }
+    for (int j = i; j < end; j++) {
+      if (b[j] != '=') {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * The JDK's standard decoder over {@code b[off, off + len)}: for text that passed {@link #isStdB64(byte[], int, int)}
+   * and whose length is a multiple of 4 (well-formed padded base64) it gives the same bytes as
+   * {@link #decodeLenient(byte[], int, int)}, much faster (intrinsified on x86; issue 18).
+   *
+   * @param b the bytes
+   * @param off start
+   * @param len length
+   * @return the decoded bytes
+   * @throws IllegalArgumentException when the text is not standard base64 (a character outside {@code A-Za-z0-9+/},
+   *     padding anywhere but the end, a bad length)
+   */
+  public static byte[] decodeStd(byte[] b, int off, int len) {
+    java.nio.ByteBuffer out = Base64.getDecoder().decode(java.nio.ByteBuffer.wrap(b, off, len));
+    byte[] a = out.array();
+    return out.arrayOffset() == 0 && out.position() == 0 && out.remaining() == a.length ? a
+        : Arrays.copyOfRange(a, out.arrayOffset() + out.position(), out.arrayOffset() + out.limit());
+  }
+
+  /**
+   * {@link #decodeLenient(String)} of the text {@code b[off, off + len)}, one byte per character.
+   *
+   * @param b the bytes
+   * @param off start
+   * @param len length
+   * @return the decoded bytes (possibly zero-length)
+   */
+  public static byte[] decodeLenient(byte[] b, int off, int len) {
+    byte[] out = new byte[(len / 4) * 3 + 3];
+    int written = 0;
+    int acc = 0;
+    int have = 0;
+    for (int i = off, end = off + len; i < end; i++) {
+      int c = b[i] & 0xFF;
+      if (c == '=') {
+        break;
+      }
+      int v = VALUES[c];
+      if (v < 0) {
+        continue;
+      }
+      acc = (acc << 6) | v;
+      have++;
+      if (have == 4) {
+        out[written++] = (byte) (acc >> 16);
+        out[written++] = (byte) (acc >> 8);
+        out[written++] = (byte) acc;
+        acc = 0;
+        have = 0;
+      }
+    }
+    if (have == 2) {
+      out[written++] = (byte) (acc >> 4);
+    } else if (have == 3) {
+      out[written++] = (byte) (acc >> 10);
+      out[written++] = (byte) (acc >> 2);
+    }
+    return Arrays.copyOf(out, written);
+  }
+
+  /**
    * A relay "pubkey" field: a 44-character string matching {@link #isStdB64(String)} that decodes to 32
    * bytes ({@code docs/protocol.md §1} "Ed25519 keys").
    *

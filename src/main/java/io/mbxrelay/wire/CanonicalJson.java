@@ -49,44 +49,71 @@ public final class CanonicalJson {
    * @return the escaped bytes
    */
   public static byte[] escapeUtf8(byte[] utf8) {
-    int extra = 0;
-    for (byte b : utf8) {
-      if (b == '"' || b == '\\') {
-        extra++;
-      } else if (b >= 0 && b < 0x20) {
-        extra += (b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t') ? 1 : 5;
-      }
-    }
-    if (extra == 0) {
+    int n = escapedLength(utf8);
+    if (n == utf8.length) {
       return utf8;
     }
-    byte[] out = new byte[utf8.length + extra];
-    int o = 0;
-    for (byte b : utf8) {
-      if (b == '"' || b == '\\') {
-        out[o++] = '\\';
-        out[o++] = b;
-      } else if (b >= 0 && b < 0x20) {
-        out[o++] = '\\';
-        switch (b) {
-          case '\b' -> out[o++] = 'b';
-          case '\f' -> out[o++] = 'f';
-          case '\n' -> out[o++] = 'n';
-          case '\r' -> out[o++] = 'r';
-          case '\t' -> out[o++] = 't';
-          default -> {
-            out[o++] = 'u';
-            out[o++] = '0';
-            out[o++] = '0';
-            out[o++] = (byte) HEX[(b >> 4) & 0xF];
-            out[o++] = (byte) HEX[b & 0xF];
-          }
+    byte[] out = new byte[n];
+    escapeInto(utf8, n, out, 0);
+    return out;
+  }
+
+  /**
+   * The length of {@link #escapeUtf8} of these bytes, without building it.
+   *
+   * @param utf8 well-formed UTF-8 (not null)
+   * @return the escaped length, bytes
+   */
+  public static int escapedLength(byte[] utf8) {
+    int extra = 0;
+    int n = utf8.length;
+    for (int i = AsciiScan.nextToEscape(utf8, 0, n); i < n; i = AsciiScan.nextToEscape(utf8, i + 1, n)) {
+      byte b = utf8[i];
+      extra += b == '"' || b == '\\' || b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t' ? 1 : 5;
+    }
+    return n + extra;
+  }
+
+  /**
+   * Writes {@link #escapeUtf8} of {@code utf8} into {@code out} at {@code at}: runs without a character to escape are
+   * copied whole.
+   *
+   * @param utf8 well-formed UTF-8 (not null)
+   * @param escapedLength {@link #escapedLength} of it
+   * @param out the array written to, with room for {@code escapedLength} bytes from {@code at}
+   * @param at the first index written
+   */
+  public static void escapeInto(byte[] utf8, int escapedLength, byte[] out, int at) {
+    if (escapedLength == utf8.length) {
+      System.arraycopy(utf8, 0, out, at, utf8.length);
+      return;
+    }
+    int o = at;
+    int run = 0;
+    int n = utf8.length;
+    for (int i = AsciiScan.nextToEscape(utf8, 0, n); i < n; i = AsciiScan.nextToEscape(utf8, i + 1, n)) {
+      byte b = utf8[i];
+      System.arraycopy(utf8, run, out, o, i - run);
+      o += i - run;
+      run = i + 1;
+      out[o++] = '\\';
+      switch (b) {
+        case '"', '\\' -> out[o++] = b;
+        case '\b' -> out[o++] = 'b';
+        case '\f' -> out[o++] = 'f';
+        case '\n' -> out[o++] = 'n';
+        case '\r' -> out[o++] = 'r';
+        case '\t' -> out[o++] = 't';
+        default -> {
+          out[o++] = 'u';
+          out[o++] = '0';
+          out[o++] = '0';
+          out[o++] = (byte) HEX[(b >> 4) & 0xF];
+          out[o++] = (byte) HEX[b & 0xF];
         }
-      } else {
-        out[o++] = b;
       }
     }
-    return out;
+    System.arraycopy(utf8, run, out, o, utf8.length - run);
   }
 
   private static final char[] HEX = "0123456789abcdef".toCharArray();

@@ -208,6 +208,40 @@ class HostAgentTest extends RealRelayTest {
     assertThat(b.tick().notes()).noneMatch(n -> n.startsWith("enc-key ad published"));
   }
 
+  /**
+   * Issue 21 bug 1: a 409 "a newer sender list is already stored" counted as published, so the peer added since
+   * stayed refused by the relay until the peer set changed again. Now the list is retried with a newer iat.
+   */
+  @Test
+  void anAllowlistTheRelayAnswers409IsRetriedWithANewerIatSoANewPeerIsNotLeftRefused() throws Exception {
+    Host[] h = pair();
+    Host a = h[0];
+    Host b = h[1];
+    // the relay holds a list for beta dated 4 minutes ahead (beta's own key signed it, e.g. from another clock)
+    try (RelayTransport raw = new VertxRelayTransport(vertx, relay.url(), "beta", b.key,
+        relay.relayKey.publicKeyB64(), 10_000, 15_000, Clock.systemUTC())) {
+      assertThat(raw.publishSenders(List.of(a.pub()), System.currentTimeMillis() + 240_000))
+          .isInstanceOf(SendersResult.Published.class);
+    }
+    Host c = new Host("gamma");
+    c.agent.addPeer(b.pub(), "beta");
+    assertThat(c.tick().session()).isEqualTo("ok");
+    b.agent.addPeer(c.pub(), "gamma");
+    TickReport tb = b.tick();
+    assertThat(tb.notes()).anyMatch(n -> n.startsWith("allowlist not published: the relay holds a newer list (409"));
+    String id = Envelopes.newId();
+    c.agent.send(id, b.pub(), Envelopes.sealed(id));
+    c.tick();
+    assertThat(c.row(id).lastError()).isEqualTo("rejected:sender not accepted by target");
+
+    b.clock.advance(Duration.ofSeconds(250)); // past the retry and past the stored list's iat
+    assertThat(b.tick().notes()).contains("allowlist published (2 peer(s))");
+    c.clock.advance(Duration.ofMinutes(5));
+    assertThat(c.tick().accepted()).isEqualTo(1);
+    assertThat(b.tick().delivered()).isEqualTo(1);
+    assertThat(b.received).containsExactly(id);
+  }
+
   @Test
   void rowsQueuedForAnotherRelayUrlAreMovedToTheCurrentRelayNotStranded() throws Exception {
     Host[] h = pair();
@@ -356,6 +390,27 @@ class HostAgentTest extends RealRelayTest {
 
     b.tick();
     assertThat(b.received).containsExactly(id);
+  }
+
+  /** A row whose push outcome was unknown may be held by the relay: a key change does not reseal it (no conflict). */
+  @Test
+  void aRowTheRelayMayHoldIsNotResealedForANewKeyAndItsRetryIsADuplicate() throws Exception {
+    Host[] h = pair();
+    Host a = h[0];
+    Host b = h[1];
+    a.agent.addPeer(b.pub(), "beta", io.mbxrelay.host.seal.EncKeyPair.generate().publicKeyB64());
+    HostAgent.Queued q = a.agent.sendMessage(io.mbxrelay.host.seal.SealedEnvelope.Draft.message("owner@alpha",
+        "owner@beta", "s", "x"), b.pub());
+    a.transport.losePushAnswers = 1;
+    a.tick();
+    String hash = a.row(q.msgId()).wireHash();
+    a.agent.addPeer(b.pub(), "beta", b.agent.encPublicKey());
+    a.clock.advance(Duration.ofHours(1));
+    TickReport t = a.tick();
+    assertThat(t.notes()).noneMatch(n -> n.contains("resealed"));
+    assertThat(t.accepted()).isEqualTo(1);
+    assertThat(a.row(q.msgId()).wireHash()).isEqualTo(hash);
+    assertThat(a.row(q.msgId()).lastError()).isEqualTo("duplicate");
   }
 
   @Test

@@ -90,6 +90,21 @@ class PeerEncKeysTest {
     assertThat(peer().adEncPub()).as("nothing refused was remembered").isNull();
   }
 
+  /**
+   * Issue 21 bug 2: a relay that still serves the peer's old v1 ad beside its newer v2 ad made the answer look
+   * tampered. A v1 key the peer itself signed is stale, not a second key the relay made up: the v2 record decides.
+   */
+  @Test
+  void aStaleV1AdThePeerSignedBesideANewerV2AdIsHarmlessButAnUnsignedSecondKeyIsNot() throws Exception {
+    ObjectNode v1 = Json.MAPPER.createObjectNode().put("v", 1).put("host", "beta").put("enc_pub", encB);
+    ObjectNode stale = answer(peerKey, "beta", encA, NOW - DAY, NOW + 29 * DAY).put("enc_pub", encB)
+        .put("sig", peerKey.signB64(CanonicalJson.canonicalBytes(v1)));
+    assertThat(take(stale)).isEqualTo("key " + encA);
+    ObjectNode forged = answer(peerKey, "beta", encA, NOW, NOW + 30 * DAY).put("enc_pub", encB)
+        .put("sig", Ed25519KeyPair.generate().signB64(CanonicalJson.canonicalBytes(v1)));
+    assertThat(take(forged)).startsWith("relay ad refused: tampered");
+  }
+
   @Test
   void aSignedAdNamingALowOrderPointIsRefusedAndNotRemembered() throws Exception {
     String zero = java.util.Base64.getEncoder().encodeToString(new byte[32]); // a point no key can be sealed to

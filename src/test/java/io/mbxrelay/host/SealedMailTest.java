@@ -175,6 +175,120 @@ class SealedMailTest extends RealRelayTest {
     assertThat(a.row(q.msgId()).state()).isEqualTo("relay-accepted");
   }
 
+  /** Issue 21 bug 2 end to end: the relay serves beta's old v1 ad beside its current v2 ad; mail still goes out. */
+  @Test
+  void aRelayServingAStaleV1AdBesideTheCurrentV2AdStillGetsMailSealedForTheV2Key() throws Exception {
+    Host[] h = pair();
+    Host a = h[0];
+    Host b = h[1];
+    try (RelayTransport raw = new VertxRelayTransport(vertx, relay.url(), "beta", b.key,
+        relay.relayKey.publicKeyB64(), 10_000, 15_000, Clock.systemUTC())) {
+      assertThat(raw.publishEncAdV1("beta", EncKeyPair.generate().publicKeyB64())) // beta's key of long ago
+          .isInstanceOf(EncAdResult.Published.class);
+    }
+    HostAgent.Queued q = a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@beta", "s", BODY),
+        b.pub());
+    TickReport ta = a.agent.tick();
+    assertThat(ta.notes()).noneMatch(n -> n.contains("tampered"));
+    assertThat(ta.accepted()).isEqualTo(1);
+    assertThat(a.store.peer(b.pub()).orElseThrow().adEncPub()).isEqualTo(b.agent.encPublicKey());
+    b.agent.tick();
+    assertThat(b.received).singleElement().satisfies(m -> {
+      assertThat(m.envelope().id()).isEqualTo(q.msgId());
+      assertThat(m.envelope().body()).isEqualTo(BODY);
+    });
+  }
+
+  /**
+   * Issue 21 bug 3: the sealed-size check used 524,288 bytes whatever the relay announced. It now uses the relay's
+   * {@code max_item_bytes} from its info; mail queued before that was known and over it is not pushed for ever: it
+   * becomes undelivered with an alert.
+   */
+  @Test
+  void theSealedSizeCheckUsesTheRelaysAnnouncedItemLimit() throws Exception {
+    relay.close();
+    relay = io.mbxrelay.testing.RelayHarness.start(dir.resolve("small-relay"),
+        java.util.Map.of("MBX_RELAY_LIMITS_MAX_ITEM_BYTES", "65536"), Clock.systemUTC(), Ed25519KeyPair.generate());
+    Host a = new Host("alpha");
+    Host b = new Host("beta");
+    a.agent.addPeer(b.pub(), "beta", b.agent.encPublicKey());
+    b.agent.addPeer(a.pub(), "alpha");
+    HostAgent.Queued early = a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@beta", "s",
+        "x".repeat(40_000)), b.pub()); // the limit is not known before the first session
+    assertThat(b.agent.tick().session()).isEqualTo("ok");
+    TickReport t = a.agent.tick();
+    assertThat(t.accepted()).isZero();
+    assertThat(a.row(early.msgId()).state()).isEqualTo("undelivered");
+    assertThat(a.store.alerts()).singleElement().satisfies(al -> assertThat(al.text())
+        .startsWith("Undelivered to beta: message " + early.msgId() + " is ")
+        .contains("over the relay's item limit of 65536 bytes"));
+
+    assertThatThrownBy(() -> a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@beta", "s",
+        "x".repeat(40_000)), b.pub())).hasMessageStartingWith("body too large: sealed, the envelope is")
+        .hasMessageContaining("over the relay item limit of 65536 bytes");
+    HostAgent.Queued fits = a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@beta", "s",
+        "x".repeat(20_000)), b.pub());
+    assertThat(a.agent.tick().accepted()).isEqualTo(1);
+    b.agent.tick();
+    assertThat(b.received).singleElement().satisfies(m -> assertThat(m.envelope().id()).isEqualTo(fits.msgId()));
+  }
+
+  /**
+   * Issue 21 bug 4: mail sealed for a peer's old encryption key was not resealed after the peer's key changed, so
+   * the peer quarantined it ("body does not open"). A pending row the relay never stored is now resealed for the key
+   * pinned since.
+   */
+  @Test
+  void mailNotYetStoredByTheRelayIsResealedWhenThePeersPinnedKeyChanges() throws Exception {
+    Host a = new Host("alpha");
+    Host b = new Host("beta");
+    a.agent.addPeer(b.pub(), "beta", EncKeyPair.generate().publicKeyB64()); // the key beta had before
+    b.agent.addPeer(a.pub(), "alpha");
+    HostAgent.Queued q = a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@beta", "s", BODY),
+        b.pub());
+    a.agent.tick(); // beta is not enrolled yet: refused, the relay stored nothing
+    assertThat(a.row(q.msgId()).lastError()).isEqualTo("rejected:target not enrolled");
+    a.agent.addPeer(b.pub(), "beta", b.agent.encPublicKey()); // beta rotated; its owner pins the new key
+    assertThat(b.agent.tick().session()).isEqualTo("ok");
+    a.clock.advance(java.time.Duration.ofHours(1));
+    TickReport t = a.agent.tick();
+    assertThat(t.notes()).contains("1 queued message(s) resealed for their peer's new encryption key");
+    assertThat(t.accepted()).isEqualTo(1);
+    TickReport tb = b.agent.tick();
+    assertThat(tb.quarantined()).isZero();
+    assertThat(b.received).singleElement().satisfies(m -> assertThat(m.envelope().body()).isEqualTo(BODY));
+  }
+
+  /** Issue 21 bug 4, the relay-ad way: beta advertises a new key while alpha's row waits; it is resealed for it. */
+  @Test
+  void mailNotYetStoredByTheRelayIsResealedWhenThePeerAdvertisesANewKey() throws Exception {
+    Host a = new Host("alpha");
+    Host b = new Host("beta");
+    b.agent.addPeer(Ed25519KeyPair.generate().publicKeyB64(), "gamma"); // beta's allowlist does not name alpha yet
+    assertThat(b.agent.tick().session()).isEqualTo("ok");
+    a.agent.addPeer(b.pub(), "beta");
+    String oldKey = b.agent.encPublicKey();
+    HostAgent.Queued q = a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@beta", "s", BODY),
+        b.pub());
+    a.agent.tick(); // sealed for beta's advertised key, refused by beta's allowlist
+    assertThat(a.row(q.msgId()).lastError()).isEqualTo("rejected:sender not accepted by target");
+    assertThat(a.store.peer(b.pub()).orElseThrow().adEncPub()).isEqualTo(oldKey);
+
+    EncKeyPair fresh = EncKeyPair.generate(); // beta rotates its encryption key and advertises the new one
+    b.store.putSetting("enc_priv", fresh.privateKeyB64());
+    b.store.putSetting("enc_pub", fresh.publicKeyB64());
+    b.clock.advance(java.time.Duration.ofMinutes(1));
+    b.agent.addPeer(a.pub(), "alpha");
+    assertThat(b.agent.tick().notes()).anyMatch(n -> n.startsWith("enc-key ad published"));
+
+    a.clock.advance(java.time.Duration.ofHours(1));
+    TickReport t = a.agent.tick();
+    assertThat(t.notes()).contains("1 queued message(s) resealed for their peer's new encryption key");
+    assertThat(t.accepted()).isEqualTo(1);
+    assertThat(b.agent.tick().quarantined()).isZero();
+    assertThat(b.received).singleElement().satisfies(m -> assertThat(m.envelope().body()).isEqualTo(BODY));
+  }
+
   @Test
   void aPinnedEncryptionKeySealsAtOnceWithoutAskingTheRelay() throws Exception {
     Host[] h = pair();
@@ -217,6 +331,45 @@ class SealedMailTest extends RealRelayTest {
     assertThat(b.received).singleElement().satisfies(m -> assertThat(m.envelope().body()).isEqualTo(BODY));
   }
 
+  /**
+   * Issue 21 bug 5: a message waiting for its peer's key had no deadline. After {@code keyWaitAlertMs} (24 h by
+   * default) it raises one alert, and keeps waiting.
+   */
+  @Test
+  void aMessageWaitingTooLongForItsPeersKeyRaisesOneAlertAndKeepsWaiting() throws Exception {
+    Host a = new Host("alpha");
+    Host b = new Host("beta");
+    a.agent.addPeer(b.pub(), "beta"); // beta never runs: no ad
+    HostAgent.Queued q = a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@beta", "s", "x"),
+        b.pub());
+    a.agent.tick();
+    a.clock.advance(java.time.Duration.ofHours(23));
+    a.agent.tick();
+    assertThat(a.store.alerts()).isEmpty();
+    a.clock.advance(java.time.Duration.ofHours(2));
+    TickReport t = a.agent.tick();
+    assertThat(t.notes()).anyMatch(n -> n.startsWith("Not sent yet to beta: message " + q.msgId() + " has waited 25 h"
+        + " for beta's encryption key (no encryption key: the relay has no ad"));
+    a.clock.advance(java.time.Duration.ofHours(1));
+    a.agent.tick();
+    assertThat(a.store.alerts()).singleElement().satisfies(al -> {
+      assertThat(al.kind()).isEqualTo("waiting-for-key");
+      assertThat(al.itemId()).isEqualTo(q.msgId());
+    });
+    assertThat(a.store.drafts()).singleElement().satisfies(d -> assertThat(d.msgId()).isEqualTo(q.msgId()));
+
+    HostAgent.Options soon = new HostAgent.Options("alpha", "", a.clock, new Random(5), null).withKeyWaitAlertMs(
+        600_000);
+    try (HostAgent quick = new HostAgent(a.store, a.key, relay.url(), soon, (u, n, rp) -> new VertxRelayTransport(
+        vertx, u, n, a.key, rp, 10_000, 15_000, Clock.systemUTC()), d -> new HostApplication.Verdict.Accepted(null))) {
+      HostAgent.Queued q2 = quick.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@beta", "s", "y"),
+          b.pub());
+      a.clock.advance(java.time.Duration.ofMinutes(11));
+      quick.tick();
+      assertThat(a.store.alerts()).hasSize(2).last().satisfies(al -> assertThat(al.itemId()).isEqualTo(q2.msgId()));
+    }
+  }
+
   @Test
   void mailThatDoesNotOpenIsQuarantinedWithItsReasonAndNeverReachesTheApplication() throws Exception {
     Host[] h = pair();
@@ -249,6 +402,11 @@ class SealedMailTest extends RealRelayTest {
         peer.publicKeyB64())).hasMessage("subject is required");
     assertThatThrownBy(() -> a.agent.addPeer(peer.publicKeyB64(), "x", "not-a-key"))
         .hasMessageContaining("X25519");
+    assertThatThrownBy(() -> a.agent.addPeer(peer.publicKeyB64(), "y")) // issue 21 bug 6: no silent rename
+        .hasMessage("that key is already the accepted peer x; rename it with renamePeer (CLI: peer add --rename)");
+    assertThat(a.store.peer(peer.publicKeyB64()).orElseThrow().name()).isEqualTo("x");
+    a.agent.renamePeer(peer.publicKeyB64(), "y");
+    a.agent.renamePeer(peer.publicKeyB64(), "x");
     String lowOrder = Base64.getEncoder().encodeToString(new byte[32]);
     assertThatThrownBy(() -> a.agent.addPeer(peer.publicKeyB64(), "x", lowOrder)).hasMessageContaining("low-order");
     assertThatThrownBy(() -> a.agent.sendMessage(SealedEnvelope.Draft.message("owner@alpha", "owner@x", "s",

@@ -68,6 +68,9 @@ class RelayMetricsTest {
       m.bindStoreFiles(db);
       Scrape s = Scrape.parse(m.scrape());
       assertThat(s.value("mbxrelay_build_info", "version=\"1.2.3-test\"")).isEqualTo(1);
+      assertThat(s.value("mbxrelay_ed25519_engine_info",
+          "engine=\"" + io.mbxrelay.crypto.Ed25519Engine.inUse().kind().label() + "\"")).isEqualTo(1);
+      assertThat(m.scrape()).as("one engine series").containsOnlyOnce("mbxrelay_ed25519_engine_info{");
       assertThat(s.value("mbxrelay_store_file_bytes")).isEqualTo(12_288);
       assertThat(s.value("mbxrelay_store_wal_bytes")).as("no WAL yet").isZero();
       Files.write(dir.resolve("relay.db-wal"), new byte[4_128]);

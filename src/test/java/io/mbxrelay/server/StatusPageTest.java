@@ -7,6 +7,7 @@ import com.nimbusds.jose.jwk.Curve;
 import com.nimbusds.jose.jwk.JWKSet;
 import com.nimbusds.jose.jwk.gen.ECKeyGenerator;
 import com.sun.net.httpserver.HttpServer;
+import io.mbxrelay.crypto.Ed25519Engine;
 import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.testing.Envelopes;
 import io.mbxrelay.testing.Http;
@@ -51,7 +52,7 @@ class StatusPageTest {
 
   /** Every field docs/operations.md "Status page" documents, in its order. */
   static final List<String> FIELDS = List.of("server", "version", "now", "started_at", "uptime_seconds",
-      "relay_key_fingerprint", "epoch", "ready", "not_ready", "store_backend", "store_dir", "store_file_bytes",
+      "relay_key_fingerprint", "ed25519_engine", "epoch", "ready", "not_ready", "store_backend", "store_dir", "store_file_bytes",
       "store_wal_bytes", "store_free_bytes", "store_min_free_bytes", "store_disk_full", "enrolments_live",
       "queue_items", "queue_bytes", "queue_largest_target_items", "queue_largest_target_bytes", "store_limit_items",
       "store_limit_bytes", "writer_queue_depth", "writer_fail_stopped", "writer_commit_p99_seconds",
@@ -92,6 +93,7 @@ class StatusPageTest {
       assertThat(s.get("server").asText()).isEqualTo("mbxrelay");
       assertThat(s.get("version").asText()).isEqualTo(RelayServer.version());
       assertThat(s.get("relay_key_fingerprint").asText()).isEqualTo(relay.relayKey.fingerprint());
+      assertThat(s.get("ed25519_engine").asText()).isEqualTo(Ed25519Engine.inUse().kind().label());
       assertThat(s.get("epoch").asText()).isEqualTo(relay.server.epoch());
       assertThat(s.get("ready").asBoolean()).isTrue();
       assertThat(s.get("not_ready")).isEmpty();
@@ -118,6 +120,8 @@ class StatusPageTest {
       // the same numbers as the Prometheus gauges
       Scrape scrape = Scrape.of(relay.adminUrl());
       assertThat(scrape.value("mbxrelay_build_info", "version=\"" + RelayServer.version() + "\"")).isEqualTo(1);
+      assertThat(scrape.value("mbxrelay_ed25519_engine_info", "engine=\"" + s.get("ed25519_engine").asText() + "\""))
+          .isEqualTo(1);
       assertThat((long) scrape.value("mbxrelay_store_file_bytes")).isEqualTo(s.get("store_file_bytes").asLong());
       assertThat(scrape.value("mbxrelay_store_min_free_bytes")).isEqualTo(s.get("store_min_free_bytes").asDouble());
     }

@@ -54,6 +54,17 @@ public final class ChildRelay implements AutoCloseable {
     return start(List.of(), storeDir, env, serveArgs);
   }
 
+  /**
+   * Starts a relay child on a given port (0: any), e.g. to restart a killed relay at the URL its hosts pinned, and
+   * waits for its listening line.
+   */
+  public static ChildRelay start(Path storeDir, Map<String, String> env, int port, String... serveArgs)
+      throws Exception {
+    List<String> args = new ArrayList<>(List.of("--port", Integer.toString(port)));
+    args.addAll(List.of(serveArgs));
+    return start(List.of(), storeDir, env, args.toArray(String[]::new));
+  }
+
   /** Starts a relay child with JVM options (e.g. {@code -Xmx256m}) and extra {@code serve} arguments. */
   public static ChildRelay start(List<String> jvmOptions, Path storeDir, Map<String, String> env,
       String... serveArgs) throws Exception {
@@ -91,7 +102,7 @@ public final class ChildRelay implements AutoCloseable {
       throw e;
     }
     List<String> out = new CopyOnWriteArrayList<>();
-    CompletableFuture<Integer> port = new CompletableFuture<>();
+    CompletableFuture<Integer> listening = new CompletableFuture<>();
     Thread reader = new Thread(() -> {
       try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
         String line;
@@ -99,18 +110,18 @@ public final class ChildRelay implements AutoCloseable {
           out.add(line);
           Matcher m = LISTENING.matcher(line);
           if (m.find()) {
-            port.complete(Integer.parseInt(m.group(1)));
+            listening.complete(Integer.parseInt(m.group(1)));
           }
         }
       } catch (IOException ignored) {
         // process gone
       }
-      port.completeExceptionally(new IllegalStateException("relay exited before listening: " + out));
+      listening.completeExceptionally(new IllegalStateException("relay exited before listening: " + out));
     }, "child-relay-output");
     reader.setDaemon(true);
     reader.start();
     try {
-      return new ChildRelay(p, port.get(60, TimeUnit.SECONDS), out, tmp);
+      return new ChildRelay(p, listening.get(60, TimeUnit.SECONDS), out, tmp);
     } catch (Exception | Error e) {
       p.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
       tmp.delete();

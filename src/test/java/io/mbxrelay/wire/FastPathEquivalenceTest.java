@@ -209,4 +209,216 @@ class FastPathEquivalenceTest {
     }
     assertThat(found).isEqualTo(1);
   }
+
+  /** Well-formed UTF-8 with every character class that escaping treats differently, in long ASCII runs too. */
+  private static byte[] wellFormedBytes(int n) {
+    StringBuilder t = new StringBuilder();
+    String special = "\"\\\b\f\n\r\t\u0001\u001f\u007f";
+    while (t.length() < n) {
+      int k = RANDOM.nextInt(10);
+      if (k < 5) {
+        int run = RANDOM.nextInt(40);
+        for (int j = 0; j < run; j++) {
+          t.append((char) ('A' + RANDOM.nextInt(26)));
+        }
+      } else if (k < 8) {
+        t.append(special.charAt(RANDOM.nextInt(special.length())));
+      } else {
+        t.append(k == 8 ? "é" : "\uD83D\uDE00");
+      }
+    }
+    return t.toString().getBytes(StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void utf8_validity_of_long_ascii_runs_with_an_odd_byte_anywhere_agrees_with_the_node_decoder() {
+    for (int i = 0; i < 20_000; i++) {
+      byte[] b = new byte[RANDOM.nextInt(64)];
+      for (int j = 0; j < b.length; j++) {
+        b[j] = (byte) (' ' + RANDOM.nextInt(90));
+      }
+      if (b.length > 0 && RANDOM.nextBoolean()) {
+        b[RANDOM.nextInt(b.length)] = (byte) (0x80 + RANDOM.nextInt(128)); // where the eight-byte scan must stop
+      }
+      boolean roundTrips = java.util.Arrays.equals(Utf8.decode(b).getBytes(StandardCharsets.UTF_8), b);
+      assertThat(Utf8.isValid(b)).as(java.util.HexFormat.of().formatHex(b)).isEqualTo(roundTrips);
+    }
+  }
+
+  @Test
+  void signed_hop_bytes_of_well_formed_bodies_equal_the_canonical_text() {
+    for (int i = 0; i < 5_000; i++) {
+      byte[] body = wellFormedBytes(RANDOM.nextInt(300));
+      String ts = Long.toString(1_764_000_000_000L + RANDOM.nextInt(1_000_000));
+      byte[] expected = HopText.signedText("POST", "/v2/relay/items", ts, Utf8.decode(body))
+          .getBytes(StandardCharsets.UTF_8);
+      assertThat(HopText.signedBytes("POST", "/v2/relay/items", ts, body)).isEqualTo(expected);
+    }
+  }
+
+  @Test
+  void base64_read_from_a_byte_range_checks_and_decodes_like_the_string_functions() {
+    String alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    String junk = alphabet + "-_=. \n*é";
+    int jdkDecoded = 0;
+    for (int i = 0; i < 50_000; i++) {
+      StringBuilder t = new StringBuilder();
+      int n = RANDOM.nextInt(40);
+      boolean wellFormed = RANDOM.nextInt(4) != 0;
+      for (int j = 0; j < n; j++) {
+        String pool = wellFormed ? alphabet : junk;
+        t.append(pool.charAt(RANDOM.nextInt(pool.length())));
+      }
+      if (wellFormed) {
+        t.append("==", 0, RANDOM.nextInt(3));
+      }
+      String text = t.toString();
+      byte[] inner = text.getBytes(StandardCharsets.ISO_8859_1);
+      if (!new String(inner, StandardCharsets.ISO_8859_1).equals(text)) {
+        continue; // the byte form holds one byte per character only
+      }
+      byte[] buf = new byte[inner.length + 7];
+      System.arraycopy(inner, 0, buf, 3, inner.length);
+      boolean std = B64.isStdB64(text);
+      assertThat(B64.isStdB64(buf, 3, inner.length)).as(text).isEqualTo(std);
+      assertThat(B64.decodeLenient(buf, 3, inner.length)).as(text).isEqualTo(B64.decodeLenient(text).orElseThrow());
+      byte[] viaJdk;
+      try {
+        viaJdk = B64.decodeStd(buf, 3, inner.length);
+      } catch (IllegalArgumentException e) {
+        viaJdk = null;
+      }
+      if (viaJdk != null && inner.length > 0 && inner.length % 4 == 0) {
+        // what the push reader relies on: the JDK accepts only text the wire's check accepts, and decodes it alike
+        assertThat(std).as(text).isTrue();
+        assertThat(viaJdk).as(text).isEqualTo(B64.decodeLenient(text).orElseThrow());
+        jdkDecoded++;
+      }
+    }
+    assertThat(jdkDecoded).isGreaterThan(5_000);
+  }
+
+  /** A random push body, mostly as clients write it, sometimes with what only the tree reader reads. */
+  private static String randomPushBody() {
+    StringBuilder b = new StringBuilder();
+    String ws = RANDOM.nextInt(5) == 0 ? " \n" : "";
+    b.append('{').append(ws).append("\"items\"").append(ws).append(':').append(ws).append('[');
+    int items = RANDOM.nextInt(4);
+    for (int i = 0; i < items; i++) {
+      if (i > 0) {
+        b.append(',').append(ws);
+      }
+      int shape = RANDOM.nextInt(30);
+      if (shape == 0) {
+        b.append(RANDOM.nextBoolean() ? "null" : "[1,2]");
+        continue;
+      }
+      List<String> members = new ArrayList<>();
+      if (RANDOM.nextInt(8) != 0) {
+        members.add("\"item_id\":" + randomStringValue());
+      }
+      if (RANDOM.nextInt(8) != 0) {
+        members.add("\"kind\":" + (RANDOM.nextBoolean() ? "\"envelope\"" : randomStringValue()));
+      }
+      if (RANDOM.nextInt(8) != 0) {
+        StringBuilder ts = new StringBuilder("\"targets\":");
+        if (RANDOM.nextInt(10) == 0) {
+          ts.append("{}");
+        } else {
+          ts.append('[');
+          int n = RANDOM.nextInt(3);
+          for (int k = 0; k < n; k++) {
+            if (k > 0) {
+              ts.append(',');
+            }
+            List<String> tm = new ArrayList<>();
+            if (RANDOM.nextInt(6) != 0) {
+              tm.add("\"host_pubkey\":" + randomStringValue());
+            }
+            if (RANDOM.nextInt(6) != 0) {
+              tm.add("\"wire_b64\":" + (RANDOM.nextBoolean() ? "\"eyJ2IjozfQ==\"" : randomStringValue()));
+            }
+            if (RANDOM.nextInt(10) == 0) {
+              tm.add("\"host_pubkey\":\"dup\"");
+            }
+            java.util.Collections.shuffle(tm, RANDOM);
+            ts.append('{').append(String.join("," + ws, tm)).append('}');
+          }
+          ts.append(']');
+        }
+        members.add(ts.toString());
+      }
+      if (RANDOM.nextInt(10) == 0) {
+        members.add("\"extra\":{\"a\":[true,false,null,1.5e3]}");
+      }
+      if (RANDOM.nextInt(10) == 0) {
+        members.add("\"kind\":\"receipt\""); // a duplicate: the last one wins
+      }
+      java.util.Collections.shuffle(members, RANDOM);
+      b.append('{').append(ws).append(String.join("," + ws, members)).append(ws).append('}');
+    }
+    b.append(']').append(ws).append('}');
+    if (RANDOM.nextInt(20) == 0) {
+      b.append("x"); // trailing junk: not JSON
+    }
+    return b.toString();
+  }
+
+  private static String randomStringValue() {
+    return switch (RANDOM.nextInt(8)) {
+      case 0 -> "42";
+      case 1 -> "null";
+      case 2 -> "\"with \\\"escape\\\"\"";
+      case 3 -> "\"é\"";
+      case 4 -> "\"\"";
+      default -> "\"01JDQ7ZXK2" + RANDOM.nextInt(1000) + "\"";
+    };
+  }
+
+  /** A comparable rendering of what a reader made of a body (wire texts by what they decode to). */
+  private static String render(PushBody.Result r) {
+    if (!(r instanceof PushBody.Items items)) {
+      return r.getClass().getSimpleName();
+    }
+    if (items.items() == null) {
+      return "items: not an array";
+    }
+    StringBuilder out = new StringBuilder();
+    for (PushBody.Item it : items.items()) {
+      out.append('[').append(it.itemId()).append('|').append(it.kind()).append('|');
+      if (it.targets() == null) {
+        out.append("no targets");
+      } else {
+        for (PushBody.Target t : it.targets()) {
+          out.append('(').append(t.keyAsSent()).append(',')
+              .append(t.wire() == null ? "no wire" : t.wire().decode().map(java.util.HexFormat.of()::formatHex)
+                  .orElse("bad wire"))
+              .append(')');
+        }
+      }
+      out.append(']');
+    }
+    return out.toString();
+  }
+
+  @Test
+  void the_direct_push_body_reader_reads_what_the_json_tree_reads() {
+    int direct = 0;
+    for (int i = 0; i < 20_000; i++) {
+      byte[] body = randomPushBody().getBytes(StandardCharsets.UTF_8);
+      PushBody.Result viaTree;
+      try {
+        JsonNode n = Json.parse(body);
+        viaTree = n.isNull() ? new PushBody.NotObject()
+            : new PushBody.Items(PushBody.fromTree(n.isObject() ? n.get("items") : null));
+      } catch (IllegalArgumentException e) {
+        viaTree = new PushBody.NotJson();
+      }
+      assertThat(render(PushBody.parse(body))).as(new String(body, StandardCharsets.UTF_8)).isEqualTo(render(viaTree));
+      if (PushBody.directlyReadable(body)) {
+        direct++;
+      }
+    }
+    assertThat(direct).as("bodies the direct reader took itself").isGreaterThan(2_000);
+  }
 }

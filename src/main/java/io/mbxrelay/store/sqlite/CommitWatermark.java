@@ -45,9 +45,14 @@ import org.slf4j.LoggerFactory;
  * a file with no valid slot is damaged. The file is created 0600 through a temporary file, an fsync and an atomic
  * rename, and is never opened through a symbolic link.
  *
- * <p>Lag: the writer thread only publishes the committed count ({@link #committed}); a background thread writes it at
- * most once per {@code intervalMs}, off the reply path. The file may lag the store by up to that interval plus one
- * write; it is a lower bound, so a loss of commits older than the lag is detected and a loss of newer ones may not be.
+ * <p>Lag: the writer thread only publishes the committed count ({@link #committed}); a background thread writes it,
+ * off the writer's thread. Answers can wait for it ({@link #afterDurable}, issue 22 item 3): then the thread writes as
+ * soon as a commit is published, one write covering every commit published meanwhile, and the answers of a
+ * transaction leave only once the file covers it, so every answered commit is covered and a lost WAL tail is always
+ * found at start. Without that, the thread writes at most once per {@code intervalMs} and the file may lag the store by
+ * up to that interval plus one write; it is a lower bound, so a loss of commits older than the lag is detected and a
+ * loss of newer ones may not be. A write that fails releases the waiting answers uncovered (logged, counted): the
+ * watermark is evidence, never a reason to stop answering.
  *
  * <p>Threading: {@link #committed} from the writer thread; {@link #flush} and {@link #close} from any thread.
  */
@@ -128,6 +133,11 @@ public final class CommitWatermark implements AutoCloseable {
   private long lastWriteNanos;
   private long lastWarnNanos;
   private volatile boolean lastFailed;
+  /** Answers waiting for the file to cover their commit ({@link #afterDurable}), oldest first. */
+  private final java.util.concurrent.ConcurrentLinkedQueue<Held> held = new java.util.concurrent.ConcurrentLinkedQueue<>();
+  private volatile boolean coverAnswers;
+
+  private record Held(long commits, Runnable release) {}
 
   private CommitWatermark(Path dir, String epoch, long commits, long intervalMs, Clock clock, Listener listener,
       FileChannel channel, int nextSlot) {
@@ -380,6 +390,42 @@ public final class CommitWatermark implements AutoCloseable {
     }
   }
 
+  /**
+   * Runs {@code release} once the file covers the latest commit published by {@link #committed}: at once when it
+   * already does, or when the last write failed; else on the watermark thread right after the write that covers it.
+   * The first call switches the thread to writing as soon as a commit is published (no interval). Writer thread, right
+   * after the transaction whose answers {@code release} sends.
+   *
+   * @param release sends the transaction's answers; must not block
+   */
+  public void afterDurable(Runnable release) {
+    coverAnswers = true;
+    long target = latest;
+    if (target <= written || lastFailed || stopped) {
+      release.run();
+      return;
+    }
+    held.add(new Held(target, release));
+    LockSupport.unpark(thread);
+  }
+
+  /** Answers waiting for the watermark (metrics, tests; any thread). */
+  public int waitingAnswers() {
+    return held.size();
+  }
+
+  /** Runs the held answers the file now covers (all of them after a failed write, or at close). */
+  private void releaseCovered(boolean all) {
+    for (Held h = held.peek(); h != null && (all || h.commits() <= written); h = held.peek()) {
+      held.poll();
+      try {
+        h.release().run();
+      } catch (RuntimeException e) {
+        LOG.warn("answers after the commit watermark failed [error: {}]", e.toString());
+      }
+    }
+  }
+
   /** Transactions published by {@link #committed} but not yet in the file (metrics; any thread). */
   public long lag() {
     return Math.max(0, latest - written);
@@ -405,13 +451,17 @@ public final class CommitWatermark implements AutoCloseable {
 
   private void loop() {
     while (!stopped) {
+      releaseCovered(lastFailed);
       long target = latest;
       if (target <= writtenSnapshot()) {
-        LockSupport.park(this);
+        if (held.isEmpty()) {
+          LockSupport.park(this);
+        }
         continue;
       }
-      // after a failed write wait at least a second, so a disk that stays full is not retried in a tight loop
-      long pause = lastFailed ? Math.max(intervalNanos, RETRY_NANOS) : intervalNanos;
+      // after a failed write wait at least a second, so a disk that stays full is not retried in a tight loop; answers
+      // waiting for the file are written for at once (every commit published meanwhile joins this one write)
+      long pause = lastFailed ? Math.max(intervalNanos, RETRY_NANOS) : coverAnswers ? 0 : intervalNanos;
       long wait = lastWriteNanos + pause - System.nanoTime();
       if (wait > 0) {
         LockSupport.parkNanos(this, wait); // batch: the writes of this interval become one
@@ -423,6 +473,7 @@ public final class CommitWatermark implements AutoCloseable {
         }
       }
     }
+    releaseCovered(true);
   }
 
   private long writtenSnapshot() {
@@ -478,6 +529,7 @@ public final class CommitWatermark implements AutoCloseable {
       Thread.currentThread().interrupt();
     }
     flush();
+    releaseCovered(true);
     try {
       if (channel != null) {
         channel.close();

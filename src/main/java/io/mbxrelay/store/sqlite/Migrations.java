@@ -25,6 +25,30 @@ final class Migrations {
     if (from <= 2) {
       v2ToV3(conn);
     }
+    if (from <= 3) {
+      v3ToV4(conn);
+    }
+  }
+
+  /**
+   * v3 → v4: {@code dedup} rebuilt with its key in the order {@code (item_id, sender_pubkey, target_pubkey)} (the same
+   * columns and rows). Item ids are ULIDs (time-ordered), so new rows land at the end of the key's index instead of
+   * in one place per sender: a transaction of items from many senders dirtied one index page per sender, and that was
+   * most of the write-ahead log of a small push (issue 18: the writer's time per single-item push 106 → 81 µs in the
+   * microbenchmark, docs/performance.md). Every lookup names all three columns, so none gets slower.
+   */
+  private static void v3ToV4(Connection conn) throws SQLException {
+    String create = Schema.CURRENT.stream().filter(s -> s.startsWith("CREATE TABLE dedup(")).findFirst().orElseThrow();
+    String index = Schema.CURRENT.stream().filter(s -> s.startsWith("CREATE INDEX dedup_")).findFirst().orElseThrow();
+    String columns = "sender_pubkey, item_id, target_pubkey, wire_hash, seq, accepted_at";
+    try (Statement st = conn.createStatement()) {
+      st.execute("ALTER TABLE dedup RENAME TO dedup_v3");
+      st.execute(create);
+      st.execute("INSERT INTO dedup(" + columns + ") SELECT " + columns
+          + " FROM dedup_v3 ORDER BY item_id, sender_pubkey, target_pubkey");
+      st.execute("DROP TABLE dedup_v3"); // its accepted_at index with it
+      st.execute(index);
+    }
   }
 
   /** v2 → v3 (trust): adds the deny list and the enrolment clients tables; no existing row changes. */

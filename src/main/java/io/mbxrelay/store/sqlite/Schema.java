@@ -47,7 +47,7 @@ final class Schema {
       "CREATE INDEX items_expires ON items(expires_at) WHERE expires_at IS NOT NULL",
       "CREATE TABLE dedup(sender_pubkey TEXT NOT NULL, item_id TEXT NOT NULL, target_pubkey TEXT NOT NULL,"
           + " wire_hash TEXT NOT NULL, seq INTEGER NOT NULL, accepted_at TEXT NOT NULL,"
-          + " PRIMARY KEY(sender_pubkey, item_id, target_pubkey))",
+          + " PRIMARY KEY(item_id, sender_pubkey, target_pubkey))", // v4: item id first (Migrations.v3ToV4)
       "CREATE INDEX dedup_accepted ON dedup(accepted_at)",
       "CREATE TABLE seqs(target_pubkey TEXT PRIMARY KEY, next_seq INTEGER NOT NULL)",
       "CREATE TABLE acked(target_pubkey TEXT PRIMARY KEY, acked_through INTEGER NOT NULL)",

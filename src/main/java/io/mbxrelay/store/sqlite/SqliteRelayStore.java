@@ -134,6 +134,16 @@ public final class SqliteRelayStore implements RelayStore {
     backend.commitTimer(timer);
   }
 
+  /**
+   * Sets the writer's {@code wal_autocheckpoint} ({@link SqliteBackend#walAutocheckpoint}). Before the writer starts.
+   *
+   * @param pages log pages that trigger a checkpoint
+   * @throws io.mbxrelay.store.StoreException when the pragma fails
+   */
+  public void walAutocheckpoint(int pages) throws io.mbxrelay.store.StoreException {
+    backend.walAutocheckpoint(pages);
+  }
+
   /** Installs the post-commit observer: called on the writer thread with {@code meta.commits} after every COMMIT. */
   public void onCommit(java.util.function.LongConsumer observer) {
     backend.onCommit(observer);

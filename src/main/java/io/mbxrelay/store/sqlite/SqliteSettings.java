@@ -12,6 +12,15 @@ public final class SqliteSettings {
   /** File name of the store database inside the store directory. */
   public static final String DB_FILE = "relay.db";
 
+  /**
+   * Page size of a store this relay creates, bytes: 8 KiB. An item row (about 2.7 KB for a 1 KiB message sealed as an
+   * AgentMBX envelope) took a 4 KiB page of its own, so every item cost one WAL frame and one checkpoint write; at 8 KiB
+   * three rows share a page (issue 18: the writer's CPU per item 56 → 41 µs in a JDBC microbenchmark of the relay's
+   * tables, docs/performance.md). A store created earlier keeps its page size (SQLite cannot change it in WAL mode
+   * without rewriting the file).
+   */
+  public static final int NEW_STORE_PAGE_BYTES = 8192;
+
   /** The writer connection's page cache, KiB (negative for {@code PRAGMA cache_size}): 32 MiB. */
   static final int WRITER_CACHE_KIB = -32_768;
 

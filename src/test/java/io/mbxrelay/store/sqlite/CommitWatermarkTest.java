@@ -94,6 +94,60 @@ class CommitWatermarkTest {
   }
 
   @Test
+  void answers_held_for_the_watermark_leave_only_once_the_file_covers_their_commit(@TempDir Path dir)
+      throws Exception {
+    // a 10 s interval: without afterDurable the thread would write at most once during this test
+    try (CommitWatermark w = CommitWatermark.start(dir, "e", 0, 10_000, Clock.systemUTC(), (n, ok) -> {})) {
+      int count = 200;
+      java.util.concurrent.CountDownLatch released = new java.util.concurrent.CountDownLatch(count);
+      List<String> uncovered = new java.util.concurrent.CopyOnWriteArrayList<>();
+      for (long n = 1; n <= count; n++) {
+        long commit = n;
+        w.committed(commit);
+        w.afterDurable(() -> {
+          try {
+            long onDisk = CommitWatermark.read(dir).orElseThrow().commits();
+            if (onDisk < commit) {
+              uncovered.add("commit " + commit + " answered with " + onDisk + " on disk");
+            }
+          } catch (Exception e) {
+            uncovered.add("commit " + commit + ": " + e);
+          }
+          released.countDown();
+        });
+      }
+      assertThat(released.await(20, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+      assertThat(uncovered).isEmpty();
+      assertThat(w.waitingAnswers()).isZero();
+      assertThat(CommitWatermark.read(dir).orElseThrow().commits()).isEqualTo(count);
+    }
+  }
+
+  @Test
+  void answers_waiting_for_a_watermark_that_cannot_be_written_are_released_uncovered(@TempDir Path tmp)
+      throws Exception {
+    try (io.mbxrelay.testing.Tmpfs fs = io.mbxrelay.testing.Tmpfs.mount(tmp, "1m")) {
+      Path filler = fs.fill("filler", Long.MAX_VALUE); // relay.watermark cannot even be created
+      List<Boolean> outcomes = new java.util.concurrent.CopyOnWriteArrayList<>();
+      try (CommitWatermark w = CommitWatermark.start(fs.dir, "e", 5, 10_000, Clock.systemUTC(),
+          (n, ok) -> outcomes.add(ok))) {
+        assertThat(outcomes).startsWith(false);
+        java.util.concurrent.CountDownLatch released = new java.util.concurrent.CountDownLatch(3);
+        for (long n = 6; n <= 8; n++) {
+          w.committed(n);
+          w.afterDurable(released::countDown);
+        }
+        // the watermark is evidence, not a gate: the answers go out although no file covers them
+        assertThat(released.await(20, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+        assertThat(w.waitingAnswers()).isZero();
+        assertThat(Files.exists(fs.dir.resolve(CommitWatermark.FILE))).isFalse();
+        Files.delete(filler);
+      }
+      assertThat(CommitWatermark.read(fs.dir).orElseThrow().commits()).isEqualTo(8); // close writes it
+    }
+  }
+
+  @Test
   void a_torn_slot_falls_back_to_the_other_one_and_a_file_with_no_valid_slot_is_damaged(@TempDir Path dir)
       throws Exception {
     try (CommitWatermark w = CommitWatermark.start(dir, "e", 10, 0, Clock.systemUTC(), (n, ok) -> {})) {

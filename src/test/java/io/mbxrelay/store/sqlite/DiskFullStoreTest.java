@@ -69,7 +69,7 @@ class DiskFullStoreTest {
   @Test
   void a_failed_checkpoint_never_fails_a_commit_and_the_writer_commits_again_once_space_returns(@TempDir Path tmp)
       throws Exception {
-    try (Tmpfs fs = Tmpfs.mount(tmp, "32m")) {
+    try (Tmpfs fs = Tmpfs.mount(tmp, "64m")) {
       Path dir = fs.dir.resolve("store");
       List<String> committed = new ArrayList<>();
       List<String> failed = new ArrayList<>();
@@ -81,7 +81,7 @@ class DiskFullStoreTest {
         // A WAL of several thousand frames, then one checkpoint: the WAL file keeps its size and is reused from its
         // start, so commits need no new room while every checkpoint has to grow relay.db.
         pragma(s, "PRAGMA wal_autocheckpoint=0");
-        for (int i = 0; i < 400; i++) { // about 12 frames each: a WAL of some 20 MB
+        for (int i = 0; i < 400; i++) { // about 6 frames of 8 KiB each: a WAL of some 20 MB
           String id = "warm" + n++;
           assertThat(stored(s.execute(List.of(push(id))).get(0))).isTrue();
           committed.add(id);
