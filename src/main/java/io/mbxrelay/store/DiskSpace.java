@@ -13,9 +13,11 @@ import java.util.function.LongSupplier;
  * free space grows past what it was at that failure, or a later write transaction commits.
  *
  * <p>Cheap by construction: the file system is asked ({@code statvfs}) at most once per {@link #REFRESH_MS}; between
- * two readings the estimate falls by twice the wire bytes committed since (WAL and the checkpoint into the database
- * both take room), and an estimate under the floor is checked again at most every {@link #RECHECK_MS}. Never a
- * system call per item.
+ * two readings the estimate falls by whichever is more: twice the wire bytes committed since (WAL and the checkpoint
+ * into the database both take room), or how much the store's files grew since (their sizes, read after each
+ * transaction: a small transaction writes whole pages, several times its wire bytes with 8 KiB pages, and the WAL
+ * grows until its first checkpoint). An estimate under the floor is checked again at most every {@link #RECHECK_MS}.
+ * Never a system call per item; two {@code stat}s per transaction when a floor is set.
  *
  * <p>Threading: safe on any thread (the writer, the admin verticle, the metrics scrape).
  */
@@ -28,10 +30,14 @@ public final class DiskSpace {
   private final LongSupplier freeBytes;
   private final LongSupplier nanoTime;
   private final long floor;
+  /** Bytes the store's files take now (relay.db + its WAL), or null: then only the wire-byte estimate counts. */
+  private final LongSupplier storeBytes;
+  private long storeBytesAtReading;
   private long measured = Long.MAX_VALUE;
   private long measuredAt;
   private boolean everMeasured;
   private long writtenSince;
+  private long grownSince;
   private long fullAtFree = -1;
 
   /**
@@ -40,7 +46,18 @@ public final class DiskSpace {
    * @param floor {@code store.minFreeBytes}; 0 = no floor
    */
   public DiskSpace(LongSupplier freeBytes, LongSupplier nanoTime, long floor) {
+    this(freeBytes, null, nanoTime, floor);
+  }
+
+  /**
+   * @param freeBytes reads the usable free space of the store's file system, bytes (a system call)
+   * @param storeBytes reads the bytes the store's files take now (read after each committed transaction), or null
+   * @param nanoTime monotonic time, ns (tests inject one)
+   * @param floor {@code store.minFreeBytes}; 0 = no floor
+   */
+  public DiskSpace(LongSupplier freeBytes, LongSupplier storeBytes, LongSupplier nanoTime, long floor) {
     this.freeBytes = Objects.requireNonNull(freeBytes);
+    this.storeBytes = floor > 0 ? storeBytes : null;
     this.nanoTime = Objects.requireNonNull(nanoTime);
     this.floor = floor;
   }
@@ -54,7 +71,10 @@ public final class DiskSpace {
    */
   public static DiskSpace of(Path storeDir, long floor) {
     java.io.File dir = storeDir.toFile();
-    return new DiskSpace(dir::getUsableSpace, System::nanoTime, floor);
+    java.io.File db = new java.io.File(dir, "relay.db");
+    java.io.File wal = new java.io.File(dir, "relay.db-wal");
+    // File.length: 0 for a file that is not there (the WAL between a clean close and the next write), no exception
+    return new DiskSpace(dir::getUsableSpace, () -> db.length() + wal.length(), System::nanoTime, floor);
   }
 
   /** The configured floor, bytes. */
@@ -88,13 +108,25 @@ public final class DiskSpace {
   }
 
   /**
-   * Records committed wire bytes (the estimate falls by twice that until the next reading). Writer thread.
+   * Records committed wire bytes (the estimate falls by twice that, or by the store files' growth since the last
+   * reading when that is more, until the next reading). Writer thread.
    *
    * @param bytes wire bytes of the commands just committed
    */
   public synchronized void committed(long bytes) {
     writtenSince += Math.max(0, bytes);
+    if (storeBytes != null) {
+      grownSince = Math.max(grownSince, readStoreBytes() - storeBytesAtReading);
+    }
     fullAtFree = -1; // a write committed: there was room
+  }
+
+  private long readStoreBytes() {
+    try {
+      return storeBytes.getAsLong();
+    } catch (RuntimeException e) {
+      return storeBytesAtReading; // unknown: the wire-byte estimate still counts
+    }
   }
 
   /** Records a transaction that failed with {@code SQLITE_FULL}; the next reading is taken now. Writer thread. */
@@ -128,9 +160,13 @@ public final class DiskSpace {
     measuredAt = nanoTime.getAsLong();
     everMeasured = true;
     writtenSince = 0;
+    grownSince = 0;
+    if (storeBytes != null) {
+      storeBytesAtReading = readStoreBytes();
+    }
   }
 
   private long estimate() {
-    return measured - 2 * writtenSince;
+    return measured - Math.max(2 * writtenSince, grownSince);
   }
 }

@@ -48,6 +48,32 @@ class DiskSpaceTest {
   }
 
   @Test
+  void growth_of_the_store_files_lowers_the_estimate_when_it_is_more_than_twice_the_wire_bytes() {
+    AtomicLong storeBytes = new AtomicLong(50 * MIB);
+    DiskSpace d = new DiskSpace(free::get, storeBytes::get, nanos::get, 64 * MIB);
+    assertThat(d.refusesPushes()).isFalse(); // 100 MiB free, the store takes 50 MiB
+    // small transactions write whole pages: 1 MiB of wire grew the WAL by 20 MiB
+    storeBytes.addAndGet(20 * MIB);
+    d.committed(MIB);
+    assertThat(d.refusesPushes()).isFalse(); // 100 - 20 = 80 MiB estimated
+    storeBytes.addAndGet(17 * MIB);
+    d.committed(MIB);
+    assertThat(d.refusesPushes()).as("100 - 37 MiB is under the 64 MiB floor").isTrue();
+    // the twice-the-wire estimate alone (4 MiB) would have let these pushes in
+    DiskSpace wireOnly = new DiskSpace(free::get, nanos::get, 64 * MIB);
+    wireOnly.refusesPushes();
+    wireOnly.committed(MIB);
+    wireOnly.committed(MIB);
+    assertThat(wireOnly.refusesPushes()).isFalse();
+    // a WAL reused after a checkpoint does not grow: the wire estimate still counts
+    advanceMs(1000);
+    free.set(100 * MIB);
+    assertThat(d.refusesPushes()).isFalse(); // a fresh reading
+    d.committed(19 * MIB);
+    assertThat(d.refusesPushes()).isTrue(); // 100 - 2 × 19 = 62 MiB
+  }
+
+  @Test
   void committed_bytes_lower_the_estimate_between_two_readings() {
     assertThat(disk.refusesPushes()).isFalse(); // 100 MiB free
     disk.committed(10 * MIB); // WAL and checkpoint: counted twice → 80 MiB
