@@ -11,7 +11,7 @@ RUN mvn -B -q dependency:go-offline
 COPY conf conf
 COPY src src
 COPY mbxrelay-host/src mbxrelay-host/src
-# the jar carries the project's licence as META-INF/LICENSE (pom.xml, shade plugin); without it the build still passes
+# the jar carries the project's licence as META-INF/LICENSE (mbxrelay-server/pom.xml, shade plugin); without it the build still passes
 COPY LICENSE LICENSE
 RUN mvn -B -q -DskipTests package
 
@@ -34,6 +34,7 @@ RUN groupadd --system --gid 10001 mbxrelay \
  && mkdir -p /data /opt/mbxrelay && chown mbxrelay:mbxrelay /data && chmod 0700 /data
 COPY --from=build /src/target/mbxrelay.jar /opt/mbxrelay/mbxrelay.jar
 COPY deploy/docker/healthcheck /opt/mbxrelay/healthcheck
+COPY deploy/docker/hold-on-refusal /opt/mbxrelay/hold-on-refusal
 USER mbxrelay
 ENV MBX_RELAY_DIR=/data
 # Heap: half the container's memory limit. The relay is tuned and measured with a 512 MiB heap (docs/performance.md
@@ -51,4 +52,7 @@ EXPOSE 7374
 # GET /health over bash's /dev/tcp (deploy/docker/healthcheck): no second JVM every 30 s, and the JRE image has no curl.
 HEALTHCHECK --interval=30s --timeout=10s --start-period=30s --retries=3 CMD ["/opt/mbxrelay/healthcheck"]
 ENTRYPOINT ["java", "-XX:+ExitOnOutOfMemoryError", "-jar", "/opt/mbxrelay/mbxrelay.jar"]
-CMD ["serve"]
+# The relay binds loopback unless told otherwise; in a container that would reach nothing outside it, so the image
+# binds every address explicitly. Exit 3 (store refused) passes through to the orchestrator (alert on it, do not
+# restart in a loop: docs/operations.md "Store refused"); docker-compose.yml runs deploy/docker/hold-on-refusal instead.
+CMD ["serve", "--bind", "0.0.0.0"]

@@ -50,10 +50,12 @@ final class OpsCommands {
     }
     String what = switch (command) {
       case "backup" -> "back up the database with PostgreSQL's tools while the relays run, e.g.\n"
-          + "  pg_dump --format=custom --file=relay.dump \"$DATABASE_URL\"\n"
-          + "or continuous archiving (base backup + WAL) for point-in-time recovery";
+          + "  PGUSER=\"$MBX_RELAY_STORE_USER\" PGPASSWORD=\"$MBX_RELAY_STORE_PASSWORD\" \\\n"
+          + "    pg_dump --format=custom --file=relay.dump \"${MBX_RELAY_STORE_URL#jdbc:}\"\n"
+          + "(pg_dump takes libpq's postgresql://HOST:PORT/DATABASE, the relay's URL without \"jdbc:\"; drop JDBC-only"
+          + " parameters), or continuous archiving (base backup + WAL) for point-in-time recovery";
       case "restore" -> "stop every relay instance, restore with PostgreSQL's tools into an empty database, e.g.\n"
-          + "  pg_restore --dbname=\"$NEW_DATABASE_URL\" relay.dump\n"
+          + "  pg_restore --dbname=\"postgresql://HOST:PORT/NEWDATABASE\" relay.dump\n"
           + "then rotate the epoch there, as rotate-epoch does on SQLite (hosts re-push what they hold and pull again):\n"
           + "  UPDATE meta SET v = gen_random_uuid()::text WHERE k = 'epoch';";
       case "rotate-epoch" -> "stop every relay instance, then in the database:\n"

@@ -25,6 +25,7 @@ import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import org.slf4j.Logger;
@@ -35,7 +36,8 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code mbxrelay serve} (docs/protocol.md §5 "CLI"): port {@code --port} &gt; {@code $PORT} &gt; 7374; bind {@code --bind}
- * &gt; 0.0.0.0; store dir {@code --store-dir} &gt; {@code $MBX_RELAY_DIR} &gt; {@code ~/.local/share/mbxrelay};
+ * &gt; 127.0.0.1 (loopback: {@code --bind 0.0.0.0} is the explicit choice to take other machines' connections, issue
+ * 22 item 9); store dir {@code --store-dir} &gt; {@code $MBX_RELAY_DIR} &gt; {@code ~/.local/share/mbxrelay};
  * trust proxy {@code --trust-proxy} (= xff) or {@code $MBX_RELAY_TRUST_PROXY}; configuration {@code --config} &gt;
  * {@code $MBX_RELAY_CONFIG} over the defaults, then {@code MBX_RELAY_<SECTION>_<KEY>} variables.
  */
@@ -49,10 +51,18 @@ public final class ServeCommand implements Callable<Integer> {
    */
   public static final int EXIT_STORE_REFUSED = 3;
 
+  /**
+   * The relay port's address without {@code --bind} (issue 22 item 9): loopback, as the systemd unit binds behind
+   * nginx, so a relay started on a laptop is not public by accident; a container or a host reached directly binds
+   * {@code 0.0.0.0} on purpose (the Dockerfile and docker-compose.yml do).
+   */
+  static final String DEFAULT_BIND = "127.0.0.1";
+
   @Option(names = "--port", description = "Listen port (default: $PORT or 7374; 0 = any free port).")
   Integer port;
 
-  @Option(names = "--bind", description = "Listen address (default: 0.0.0.0).")
+  @Option(names = "--bind", description = "Listen address (default: 127.0.0.1, this machine only; 0.0.0.0 for every"
+      + " address, e.g. in a container or behind a load balancer on another machine).")
   String bind;
 
   @Option(names = "--store-dir", description = "Store directory (default: $MBX_RELAY_DIR or ~/.local/share/mbxrelay).")
@@ -81,6 +91,10 @@ public final class ServeCommand implements Callable<Integer> {
       + " dir first. Without it the relay refuses such a store (exit 3). Does nothing for a store that is not behind.")
   boolean acceptLostCommits;
 
+  @Option(names = "--wait", description = "When another relay process holds the store, wait up to 60 s for it to"
+      + " stop (saying every 5 s that it waits, and for whom) instead of failing at once (exit 1).")
+  boolean waitForStore;
+
   @Option(names = "--print-config", description = "Print the effective configuration (defaults, then the --config"
       + " file, then MBX_RELAY_* variables, then these options) as JSON on stdout, secrets masked, and exit 0"
       + " without touching the store.")
@@ -101,7 +115,11 @@ public final class ServeCommand implements Callable<Integer> {
     try {
       cfg = ConfigLoader.load(file, env);
       listenPort = listenPort();
-      List<String> ports = ConfigLoader.portViolations(cfg, listenPort);
+      List<String> ports = new ArrayList<>(ConfigLoader.portViolations(cfg, listenPort));
+      if (bind != null && !ConfigLoader.isListenAddress(bind)) {
+        ports.add("--bind must be an IP address of this machine (e.g. 127.0.0.1, 0.0.0.0 for every address, ::1) or"
+            + " localhost (is " + bind + ")");
+      }
       if (!ports.isEmpty()) {
         throw new ConfigException(ports);
       }
@@ -120,7 +138,7 @@ public final class ServeCommand implements Callable<Integer> {
       return 2;
     }
     Path dir = resolveStoreDir(storeDir, env);
-    String listenBind = bind == null ? "0.0.0.0" : bind;
+    String listenBind = bind == null ? DEFAULT_BIND : bind;
     if (printConfig) {
       System.out.println(effectiveConfig(cfg, file, listenPort, listenBind, dir, mode).toPrettyString());
       return 0;
@@ -140,6 +158,11 @@ public final class ServeCommand implements Callable<Integer> {
         String given = env.get(RelayKeys.ENV);
         key = given == null || given.isBlank() ? null : RelayKeys.parse(given.strip());
       } else {
+        String notDir = notADirectory(dir);
+        if (notDir != null) {
+          say(json, Level.ERROR, "cannot start: " + notDir);
+          return 2;
+        }
         SqliteRelayStore.createStoreDir(dir);
         for (String note : StoreFiles.secure(dir)) {
           say(json, Level.WARN, note);
@@ -155,6 +178,10 @@ public final class ServeCommand implements Callable<Integer> {
           say(json, Level.ERROR, "cannot " + (java.nio.file.Files.exists(keyFile) ? "read" : "create")
               + " the relay key file " + keyFile + ": " + StoreFiles.reason(e));
           return 1;
+        }
+        Integer busy = awaitStoreLock(json, dir);
+        if (busy != null) {
+          return busy;
         }
       }
       server = RelayServer.start(cfg, key, new RelayServer.Options(listenPort, listenBind, dir,
@@ -195,6 +222,71 @@ public final class ServeCommand implements Callable<Integer> {
       Thread.currentThread().interrupt();
     }
     return 0;
+  }
+
+  /**
+   * Issue 22 item 5: a store dir that is a file, or under one, can never work: a usage error (exit 2), not a runtime
+   * failure that a restart may fix.
+   *
+   * @return the reason, or null when the path is a directory or can be created as one
+   */
+  static String notADirectory(Path dir) {
+    for (Path p = dir.toAbsolutePath(); p != null; p = p.getParent()) {
+      if (java.nio.file.Files.exists(p)) {
+        if (java.nio.file.Files.isDirectory(p)) {
+          return null;
+        }
+        return p.equals(dir.toAbsolutePath()) ? "the store dir " + dir + " is a file, not a directory; point"
+            + " --store-dir or $MBX_RELAY_DIR at a directory"
+            : "the store dir " + dir + " cannot be a directory: " + p + " is a file; point --store-dir or"
+            + " $MBX_RELAY_DIR at a directory";
+      }
+    }
+    return null;
+  }
+
+  /** How often {@code --wait} says it is still waiting for the store, ms. */
+  static final long WAIT_REPORT_MS = 5_000;
+  /** How long {@code --wait} waits for another relay to release the store, ms (tests shorten it). */
+  long waitMaxMs = 60_000;
+
+  /**
+   * A second {@code serve} on a store another relay process holds (issue 22 item 5): fails at once naming the holder
+   * (exit 1), or with {@code --wait} says every {@link #WAIT_REPORT_MS} that it waits and for whom, for up to
+   * {@link #waitMaxMs}. It used to wait 60 s after one line and looked hung.
+   *
+   * @return null when the store is free (the relay then takes the lock), else the exit status
+   */
+  private Integer awaitStoreLock(boolean json, Path dir) {
+    long started = System.nanoTime();
+    Optional<String> holder = io.mbxrelay.store.sqlite.StoreLock.heldBy(dir);
+    if (holder.isEmpty()) {
+      return null;
+    }
+    if (!waitForStore) {
+      say(json, Level.ERROR, "cannot start: the store " + dir.toAbsolutePath() + " is in use by " + holder.get()
+          + " (another relay process serves it); stop that one first, or start with --wait to wait up to "
+          + waitMaxMs / 1000 + " s for it to stop");
+      return 1;
+    }
+    while (holder.isPresent()) {
+      long waited = java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+      if (waited >= waitMaxMs) {
+        say(json, Level.ERROR, "cannot start: the store " + dir.toAbsolutePath() + " is still in use by "
+            + holder.get() + " after " + waited / 1000 + " s (--wait); stop that relay first");
+        return 1;
+      }
+      say(json, Level.WARN, "waiting for " + holder.get() + " to release the store " + dir.toAbsolutePath()
+          + " (another relay process serves it) [waited: " + waited / 1000 + " s of " + waitMaxMs / 1000 + " s]");
+      try {
+        Thread.sleep(Math.min(WAIT_REPORT_MS, waitMaxMs - waited));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return 1;
+      }
+      holder = io.mbxrelay.store.sqlite.StoreLock.heldBy(dir);
+    }
+    return null;
   }
 
   /** One line: the Ed25519 library that signs accept receipts and verifies hops, and why when it is the fallback. */
@@ -238,12 +330,22 @@ public final class ServeCommand implements Callable<Integer> {
       server.close(); // waits for a stop already in progress
       stopped.countDown();
     }, "mbx-shutdown"));
-    boolean term = Signals.handle("TERM", () -> stop.accept("SIGTERM"));
-    boolean interrupt = Signals.handle("INT", () -> stop.accept("SIGINT"));
-    boolean hangup = Signals.handle("HUP", () -> reload(server, file));
-    if (!term || !interrupt || !hangup) {
+    Signals.Result term = Signals.handle("TERM", () -> stop.accept("SIGTERM"));
+    Signals.Result interrupt = Signals.handle("INT", () -> stop.accept("SIGINT"));
+    Signals.Result hangup = Signals.handle("HUP", () -> reload(server, file));
+    Signals.Result unavailable = Signals.Result.UNAVAILABLE;
+    if (term == unavailable || interrupt == unavailable || hangup == unavailable) {
       LOG.warn("signal handlers not installed [TERM: {}] [INT: {}] [HUP: {}]: those signals end the process the JVM's"
-          + " way (status 128 + signal) after the same drain", term, interrupt, hangup);
+          + " way (status 128 + signal) after the same drain", term != unavailable, interrupt != unavailable,
+          hangup != unavailable);
+    }
+    // issue 22 item 4: nohup or a script's background job; the JVM keeps such a signal ignored, so say what to use
+    boolean termWorks = term != Signals.Result.IGNORED_AT_LAUNCH;
+    for (Map.Entry<String, Signals.Result> e : List.of(Map.entry("TERM", term), Map.entry("INT", interrupt),
+        Map.entry("HUP", hangup))) {
+      if (e.getValue() == Signals.Result.IGNORED_AT_LAUNCH) {
+        say(current.log().json(), Level.WARN, Signals.ignoredAdvice(e.getKey(), termWorks));
+      }
     }
     return stopped;
   }
@@ -343,11 +445,16 @@ public final class ServeCommand implements Callable<Integer> {
       Map<String, String> env) {
     ObjectNode out = Json.MAPPER.createObjectNode();
     ObjectNode serve = out.putObject("serve");
-    serve.put("port", port).put("bind", bind).put("store_dir", dir.toAbsolutePath().toString())
+    boolean pg = cfg.store().postgresql();
+    // with PostgreSQL the store dir and relay.key are not used (issue 22 item 8): no file path that would mislead
+    serve.put("port", port).put("bind", bind)
+        .put("store_dir", pg ? "(not used: store.backend is postgresql)" : dir.toAbsolutePath().toString())
         .put("config_file", file == null ? null : file.toAbsolutePath().toString())
         .put("trust_proxy", mode.name().toLowerCase(java.util.Locale.ROOT));
     String key = env.get(RelayKeys.ENV);
-    serve.put("relay_key", key != null && !key.isBlank() ? "from " + RelayKeys.ENV + " (set, not shown)"
+    boolean keySet = key != null && !key.isBlank();
+    serve.put("relay_key", pg ? (keySet ? "from " + RelayKeys.ENV + " (set, not shown; must match the database's)"
+        : "in the PostgreSQL database") : keySet ? "from " + RelayKeys.ENV + " (set, not shown)"
         : dir.resolve(RelayKeys.FILE_NAME).toAbsolutePath().toString());
     ObjectNode tree = Json.MAPPER.valueToTree(cfg);
     ObjectNode store = (ObjectNode) tree.get("store");

@@ -132,6 +132,17 @@ public final class ConfigLoader {
   private static final java.util.regex.Pattern IP_LITERAL =
       java.util.regex.Pattern.compile("^(\\d{1,3}(\\.\\d{1,3}){3}|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]*)$");
 
+  /**
+   * Whether {@code address} can be a listen address: an IPv4 or IPv6 literal, or {@code localhost} (issue 22 item 5:
+   * anything else was resolved by DNS at bind time and failed as {@code Query failed with NXDOMAIN}).
+   *
+   * @param address the address as given
+   * @return true when it is one
+   */
+  public static boolean isListenAddress(String address) {
+    return address != null && (IP_LITERAL.matcher(address).matches() || address.equals("localhost"));
+  }
+
   /** MBX_RELAY_* variables that are not configuration knobs (docs/protocol.md §5 and the CLI), so never "unknown". */
   private static final Set<String> OTHER_VARIABLES = Set.of("MBX_RELAY_KEY", "MBX_RELAY_DIR", "MBX_RELAY_CONFIG",
       "MBX_RELAY_TRUST_PROXY", "MBX_RELAY_RESTORE_FROM", "MBX_RELAY_TEST_CRASH");
@@ -228,6 +239,7 @@ public final class ConfigLoader {
     range(v, "http.maxPageBytesInFlightPerClient", c.http().maxPageBytesInFlightPerClient(), 0, 1L << 40);
     range(v, "http.maxConcurrentStreams", c.http().maxConcurrentStreams(), 1, 1000);
     range(v, "http.shutdownGraceMs", c.http().shutdownGraceMs(), 0, 600_000);
+    range(v, "http.pageStallMs", c.http().pageStallMs(), 500, 600_000);
     if (!LOG_LEVELS.contains(c.log().level() == null ? "" : c.log().level().toUpperCase(Locale.ROOT))) {
       v.add("log.level (MBX_RELAY_LOG_LEVEL) must be one of " + String.join(", ", LOG_LEVELS) + " (is "
           + c.log().level() + ")");

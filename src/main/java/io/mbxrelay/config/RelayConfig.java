@@ -58,10 +58,13 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    *     quarter of the budget, at least two largest pages ({@link #pageBytesPerClient(int)})
    * @param shutdownGraceMs how long a stop (SIGTERM) lets in-flight requests finish after the listener closed, ms;
    *     connections still open after it are closed (issue 12 item 1)
+   * @param pageStallMs a pull page whose writes make no progress (the client reads nothing) for this long is cut: its
+   *     connection is closed and its bytes leave the page budget (issue 22 item 1), ms
    */
   public record Http(int instances, int maxBodyBytes, int maxSmallBodyBytes, long requestTimeoutMs, long idleTimeoutMs,
       long maxInFlightBodyBytes, boolean h2c, int maxConcurrentStreams, long maxPageBytesInFlight,
-      long maxInFlightBodyBytesPerClient, long maxPageBytesInFlightPerClient, long shutdownGraceMs) {
+      long maxInFlightBodyBytesPerClient, long maxPageBytesInFlightPerClient, long shutdownGraceMs,
+      long pageStallMs) {
 
     /** The body budget's per-client share in force, bytes (never more than the budget). */
     public long bodyBytesPerClient() {

@@ -378,12 +378,12 @@ final class ItemRoutes {
   }
 
   /**
-   * Writes a pull page (docs/protocol.md §3 key order {@code epoch, head_seq, items, last_seq, more}) item by item with
-   * back-pressure: an item is written only while the connection's write queue is below its mark, the rest when the
-   * client has read (issue 10 item 12). So a full 8 MiB page never exists as one JSON tree and one string, and a client
-   * that does not read holds at most its page's wire bytes ({@code held}, counted in {@link io.mbxrelay.budget.PageBudget} until the
-   * answer ended or the connection closed). The bytes are exactly
-   * those of {@code JSON.stringify} of the whole answer; only the transfer is chunked.
+   * Writes a pull page with {@link PageWriter} (issue 10 item 12, issue 22 item 1): item by item in chunks, each
+   * handed to the connection only while little of what went before is unwritten, so a full 8 MiB page never exists
+   * as one JSON tree and one string. The page's wire bytes ({@code held}) stay counted in
+   * {@link io.mbxrelay.budget.PageBudget} until the answer's last byte was written to the socket or the connection
+   * closed; a page that makes no progress for {@code http.pageStallMs} is cut (connection closed) and its bytes given
+   * back.
    */
   private void writePage(RoutingContext ctx, io.mbxrelay.store.Page page, long after, String client, long held) {
     if (ctx.response().ended() || ctx.response().closed()) {
@@ -398,42 +398,31 @@ final class ItemRoutes {
         s.pageBudget().release(client, held);
       }
     };
-    ctx.addEndHandler(ar -> release.run());
-    resp.setStatusCode(200).putHeader("content-type", "application/json").setChunked(true)
-        .setWriteQueueMaxSize(WRITE_QUEUE_BYTES);
-    resp.write("{\"epoch\":" + Json.stringify(Json.MAPPER.getNodeFactory().textNode(s.epoch()))
-        + ",\"head_seq\":" + page.headSeq() + ",\"items\":[");
-    java.util.Iterator<io.mbxrelay.store.PulledItem> items = page.items().iterator();
-    long last = page.throughSeq() >= 0 ? page.throughSeq() : after; // past withheld damaged rows too
-    String tail = "],\"last_seq\":" + last + ",\"more\":" + page.more() + "}";
-    new Object() {
-      boolean first = true;
-
-      void next() {
-        while (items.hasNext()) {
-          if (resp.closed()) {
-            release.run();
-            return;
-          }
-          if (resp.writeQueueFull()) {
-            resp.drainHandler(v -> next());
-            return;
-          }
-          io.mbxrelay.store.PulledItem it = items.next();
-          StringBuilder b = new StringBuilder(64 + it.wire().length * 4 / 3);
-          b.append(first ? "{\"seq\":" : ",{\"seq\":").append(Json.number(it.seq())).append(",\"kind\":");
-          Json.appendString(it.kind(), b);
-          b.append(",\"item_id\":");
-          Json.appendString(it.itemId(), b);
-          b.append(",\"sender_pubkey\":");
-          Json.appendString(it.senderPubkey(), b);
-          b.append(",\"wire_b64\":\"").append(B64.encode(it.wire())).append("\"}");
-          resp.write(b.toString());
-          first = false;
-        }
-        resp.end(tail).onComplete(ar -> release.run());
+    // a close before the answer ended; after it, the writer's last write fails instead
+    ctx.addEndHandler(ar -> {
+      if (ar.failed()) {
+        release.run();
       }
-    }.next();
+    });
+    resp.setStatusCode(200).putHeader("content-type", "application/json").setChunked(true);
+    long stallMs = s.config().http().pageStallMs();
+    PageWriter.start(ctx.vertx(), resp, () -> closeNow(ctx), page, s.epoch(), after, stallMs, () -> {
+      s.metrics().pullPageCut();
+      WARN.warn("pull page cut", "pull page cut: the client read nothing for {} ms [held: {} bytes]", stallMs, held);
+    }, release);
+  }
+
+  /**
+   * Closes the request's connection at once, as its idle timeout does: the channel is closed below Vert.x's handler,
+   * whose own close first flushes what is queued (issue 22 item 1: a stalled reader never lets that flush end). The
+   * pending writes then fail, which gives their page's bytes back.
+   */
+  private static void closeNow(RoutingContext ctx) {
+    if (ctx.request().connection() instanceof io.vertx.core.net.impl.ConnectionBase c) {
+      c.channelHandlerContext().close();
+    } else {
+      ctx.request().connection().close();
+    }
   }
 
   /**
@@ -448,9 +437,6 @@ final class ItemRoutes {
     s.writes().send(new StoreCommand.SetAsideDamaged(target, seqs)).onFailure(e -> WARN.warn("set aside failed",
         "damaged items not set aside yet [error: {}]: the next pull finds them again", e.toString()));
   }
-
-  /** A pull answer's write-queue mark, bytes: above it, the next item waits until the client read. */
-  private static final int WRITE_QUEUE_BYTES = 256 * 1024;
 
   void ack(RoutingContext ctx) {
     Enrolment caller = ctx.get(HopAuthHandler.CALLER);

@@ -143,6 +143,8 @@ public final class RelayMetrics implements AutoCloseable {
   public static final String ENROLMENTS_LIVE = "mbxrelay.enrolments.live";
   /** Gauge: long-poll pulls waiting for an item (issue 9). */
   public static final String PULL_WAITING = "mbxrelay.pull.waiting";
+  /** Counter: pull pages cut because the client read nothing for {@code http.pageStallMs} (issue 22 item 1). */
+  public static final String PULL_PAGES_CUT = "mbxrelay.pull.pages.cut";
   /** Gauge: wire bytes of pull pages held while being written, bytes (issue 10 item 12). */
   public static final String PULL_PAGE_BYTES_HELD = "mbxrelay.pull.page.held";
   /** Exact replays of state-changing hops refused (401). */
@@ -214,6 +216,7 @@ public final class RelayMetrics implements AutoCloseable {
   private LongSupplier replayEvicted;
   private final Counter ackedItems;
   private final Counter pullPages;
+  private final Counter pullPagesCut;
   private final Counter pullItems;
   private final Counter scanFailures;
   private final Timer transaction;
@@ -284,6 +287,8 @@ public final class RelayMetrics implements AutoCloseable {
     watermarkFailures = Counter.builder(WATERMARK_WRITE_FAILURES).description("failed commit watermark writes")
         .register(registry);
     pullPages = Counter.builder(PULL_PAGES).description("pull pages served").register(registry);
+    pullPagesCut = Counter.builder(PULL_PAGES_CUT).description("pull pages cut: the client read nothing for"
+        + " http.pageStallMs").register(registry);
     pullItems = Counter.builder(PULL_ITEMS).description("items served in pull pages").register(registry);
     scanFailures = Counter.builder(QUEUE_SCAN_FAILURES).description("failed queue gauge scans").register(registry);
     transaction = Timer.builder(WRITER_TRANSACTION).description("writer transaction, BEGIN to end of COMMIT")
@@ -386,8 +391,9 @@ public final class RelayMetrics implements AutoCloseable {
         .setLabels(EnumSet.of(Label.HTTP_ROUTE, Label.HTTP_METHOD, Label.HTTP_CODE, Label.LOCAL, Label.EB_ADDRESS,
             Label.EB_SIDE, Label.EB_FAILURE, Label.POOL_TYPE, Label.POOL_NAME))
         .setPrometheusOptions(new VertxPrometheusOptions().setEnabled(true).setPublishQuantiles(false));
+    // guarded: a connection accepted while the listener opens would otherwise never be answered (ListenRaceGuard)
     return new VertxSetup(registry, new VertxOptions().setMetricsOptions(metrics),
-        new MicrometerMetricsFactory(registry));
+        new ListenRaceGuard(new MicrometerMetricsFactory(registry)));
   }
 
   /**
@@ -442,6 +448,11 @@ public final class RelayMetrics implements AutoCloseable {
   public void pullPage(int items) {
     pullPages.increment();
     pullItems.increment(items);
+  }
+
+  /** One pull page cut: its client read nothing for {@code http.pageStallMs}. */
+  public void pullPageCut() {
+    pullPagesCut.increment();
   }
 
   /**

@@ -108,6 +108,11 @@ public final class AdminVerticle extends VerticleBase {
     r.post("/clock/resume").handler(this::resumeClock);
     // status page (GET /) and its JSON (GET /status): issue 12 item 3
     new StatusRoutes(services, writer, disk, clock, storeFile, this::failing).mount(vertx, r);
+    // every other path and method answers JSON like every other error, not Vert.x's HTML page (issue 22 item 9)
+    r.errorHandler(404, ctx -> answer(ctx, 404, io.mbxrelay.wire.Json.MAPPER.createObjectNode()
+        .put("error", "not found")));
+    r.errorHandler(405, ctx -> answer(ctx, 405, io.mbxrelay.wire.Json.MAPPER.createObjectNode()
+        .put("error", "method not allowed")));
     // HTTP/1.1 only: scrapers and probes need nothing else, and an h2c upgrade of a large scrape answer broke
     // the JDK client in tests.
     HttpServer server = vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(false))

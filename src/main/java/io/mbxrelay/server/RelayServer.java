@@ -418,11 +418,13 @@ public final class RelayServer implements AutoCloseable {
       instances.add(v);
       return v;
     }, new DeploymentOptions().setInstances(config.http().instances())), "relay", options.bind(), options.port(),
-        "choose another with --port or $PORT"));
+        "choose another with --port or $PORT", "choose an address of this machine with --bind (0.0.0.0 for every"
+        + " address)"));
     int port = instances.get(0).actualPort();
     AdminVerticle admin = new AdminVerticle(services, writer, instances, clock, disk, statusFile);
     deployments.add(listening(vertx.deployVerticle(admin), "admin", config.admin().bind(), config.admin().port(),
-        "choose another with admin.port (MBX_RELAY_ADMIN_PORT)"));
+        "choose another with admin.port (MBX_RELAY_ADMIN_PORT)", "choose an address of this machine with admin.bind"
+        + " (MBX_RELAY_ADMIN_BIND)"));
     RelayServer server = new RelayServer(vertx, null, reads, services, openReport, deployments, port);
     server.sweep = sweep;
     server.admin = admin;
@@ -463,8 +465,8 @@ public final class RelayServer implements AutoCloseable {
    * Awaits the deployment of a listening verticle; a port that cannot be bound becomes a {@link ListenException}
    * naming the listener, its address and the setting to change (issue 12 item 6).
    */
-  private static String listening(Future<String> deployment, String which, String bind, int port, String remedy)
-      throws Exception {
+  private static String listening(Future<String> deployment, String which, String bind, int port, String remedy,
+      String bindRemedy) throws Exception {
     try {
       return await(deployment);
     } catch (java.util.concurrent.ExecutionException e) {
@@ -477,7 +479,9 @@ public final class RelayServer implements AutoCloseable {
         String why = msg.contains("in use") ? "is in use (another relay or program listens there)"
             : msg.contains("assign") ? "cannot be bound: " + bind + " is not an address of this machine"
             : msg.contains("permission") ? "needs privileges (ports below 1024)" : "cannot be bound (" + msg + ")";
-        throw new ListenException("the " + which + " port " + port + " on " + bind + " " + why + "; " + remedy, b);
+        // an address that is not this machine's is the bind's fault, not the port's (issue 22 item 5)
+        throw new ListenException("the " + which + " port " + port + " on " + bind + " " + why + "; "
+            + (msg.contains("assign") ? bindRemedy : remedy), b);
       }
       throw e;
     }

@@ -68,6 +68,10 @@ public final class StoreWriterVerticle extends VerticleBase {
   private volatile boolean failStopped;
   private MessageConsumer<StoreCommand<?>> consumer;
   private long refreshTimer = -1;
+  /** The commit-delay timer of the drain waiting for company, or -1. */
+  private long delayTimer = -1;
+  /** Set by the last task of {@link #stop}: the store is closed, nothing may run on it. */
+  private boolean closed;
   private final long commitDelayMs;
   private long lastTxnEnd;
   private final DiskSpace disk;
@@ -133,14 +137,35 @@ public final class StoreWriterVerticle extends VerticleBase {
     }
   }
 
+  /**
+   * Stops taking commands, answers what is still queued, then closes the store. Every task this verticle queued on its
+   * context (a drain, the commit-delay timer, deliveries that arrived before the consumer was unregistered) has run
+   * or been cancelled when the returned future completes: the undeploy then shuts the writer's worker pool down, and a
+   * task still queued behind it used to be handed to that pool and refused (a {@code RejectedExecutionException} on
+   * {@code mbx-writer-0} at stop, issue 22 item 7).
+   */
   @Override
   public Future<?> stop() {
     vertx.cancelTimer(refreshTimer);
-    Future<Void> f = consumer == null ? Future.succeededFuture() : consumer.unregister();
-    return f.onComplete(ar -> {
-      drain(); // answer what is still queued before the connection closes
-      store.close();
+    Future<Void> unregistered = consumer == null ? Future.succeededFuture() : consumer.unregister();
+    io.vertx.core.Promise<Void> done = io.vertx.core.Promise.promise();
+    unregistered.onComplete(ar -> {
+      if (delayTimer >= 0) {
+        vertx.cancelTimer(delayTimer);
+        delayTimer = -1;
+      }
+      // behind every task already queued on this ordered context (deliveries, a scheduled drain)
+      context.runOnContext(v -> {
+        try {
+          drain(); // answer what is still queued before the connection closes
+        } finally {
+          closed = true;
+          store.close();
+          done.complete();
+        }
+      });
     });
+    return done.future();
   }
 
   private void enqueue(Message<StoreCommand<?>> message) {
@@ -153,7 +178,10 @@ public final class StoreWriterVerticle extends VerticleBase {
         // Transactions are following each other closely: wait a moment so this one takes more commands (fewer
         // fsyncs and WAL page writes per command; PostgreSQL's commit_delay). Idle or saturated, nothing waits:
         // an idle writer starts at once, a saturated one always finds a queue.
-        vertx.setTimer(commitDelayMs, id -> drain());
+        delayTimer = vertx.setTimer(commitDelayMs, id -> {
+          delayTimer = -1;
+          drain();
+        });
       } else {
         context.runOnContext(v -> drain());
       }
@@ -162,6 +190,11 @@ public final class StoreWriterVerticle extends VerticleBase {
 
   private void drain() {
     drainScheduled = false;
+    if (closed) {
+      pending.forEach(m -> m.fail(503, "store closed"));
+      pending.clear();
+      return;
+    }
     while (!pending.isEmpty()) {
       List<Message<StoreCommand<?>>> batch = new ArrayList<>(Math.min(pending.size(), batchMax));
       List<Message<StoreCommand<?>>> probes = new ArrayList<>(0);

@@ -277,7 +277,7 @@ final class BenchClient implements AutoCloseable {
   }
 
   @Override
-  public void close() throws Exception {
+  public void close() throws java.util.concurrent.TimeoutException {
     vertx.close().await(30, TimeUnit.SECONDS);
   }
 }

@@ -149,6 +149,8 @@ class CommandLineUsageTest {
     assertThat(r.out()).doesNotContain(token).doesNotContain(seed);
     JsonNode c = Json.parse(r.out());
     assertThat(c.at("/serve/port").asInt()).isEqualTo(8000);
+    assertThat(c.at("/serve/bind").asText()).as("loopback unless --bind says otherwise (issue 22 item 9)")
+        .isEqualTo("127.0.0.1");
     assertThat(c.at("/serve/store_dir").asText()).isEqualTo(store.toAbsolutePath().toString());
     assertThat(c.at("/serve/config_file").asText()).isEqualTo(conf.toAbsolutePath().toString());
     assertThat(c.at("/serve/relay_key").asText()).isEqualTo("from MBX_RELAY_KEY (set, not shown)");
@@ -173,6 +175,10 @@ class CommandLineUsageTest {
     assertThat(c.at("/store/password").asText()).isEqualTo("(set, not shown)");
     assertThat(c.at("/store/url").asText()).isEqualTo("jdbc:postgresql://db:5432/relay?(parameters not shown)");
     assertThat(c.at("/store/user").asText()).isEqualTo("relay");
+    // issue 22 item 8: neither the store dir nor a relay.key path, which PostgreSQL does not use
+    assertThat(r.out()).doesNotContain(dir.toString()).doesNotContain("relay.key");
+    assertThat(c.at("/serve/store_dir").asText()).isEqualTo("(not used: store.backend is postgresql)");
+    assertThat(c.at("/serve/relay_key").asText()).isEqualTo("in the PostgreSQL database");
   }
 
   @Test

@@ -134,6 +134,83 @@ class DeploymentFilesTest {
     assertThat(dashboard.get("templating").get("list").get(0).get("query").asText()).isEqualTo("prometheus");
   }
 
+  /**
+   * Issue 22 item 6: a refused store (exit 3) must not be restarted in a loop. The compose relay service runs
+   * {@code hold-on-refusal} (copied into the image) as its entrypoint under its restart policy, and binds every address
+   * explicitly, as the image's own command does (the relay's default bind is loopback, issue 22 item 9).
+   */
+  @Test
+  void the_compose_relay_holds_after_a_refused_store_instead_of_restarting_and_binds_every_address()
+      throws Exception {
+    JsonNode relay = yaml("docker-compose.yml").get("services").get("relay");
+    assertThat(relay.get("entrypoint").get(0).asText()).isEqualTo("/opt/mbxrelay/hold-on-refusal");
+    List<String> command = new ArrayList<>();
+    relay.get("command").forEach(c -> command.add(c.asText()));
+    assertThat(command).containsExactly("serve", "--bind", "0.0.0.0");
+    assertThat(relay.get("restart").asText()).isEqualTo("unless-stopped");
+    String dockerfile = Files.readString(Path.of("Dockerfile"));
+    assertThat(dockerfile).contains("COPY deploy/docker/hold-on-refusal /opt/mbxrelay/hold-on-refusal")
+        .contains("CMD [\"serve\", \"--bind\", \"0.0.0.0\"]");
+    assertThat(Files.isExecutable(Path.of("deploy/docker/hold-on-refusal"))).isTrue();
+  }
+
+  /** A stand-in for java: exits with the status its first JVM option is not, after sleeping or on SIGTERM. */
+  private Path fakeJava(String body) throws IOException {
+    Path f = dir.resolve("java-" + Integer.toHexString(body.hashCode()));
+    Files.writeString(f, "#!/bin/bash\n" + body + "\n");
+    f.toFile().setExecutable(true);
+    return f;
+  }
+
+  private Process hold(Path java) throws IOException {
+    ProcessBuilder pb = new ProcessBuilder("bash", "deploy/docker/hold-on-refusal", "serve");
+    pb.environment().put("MBX_RELAY_JAVA", java.toString());
+    pb.environment().put("MBX_RELAY_JAR", "none.jar");
+    pb.redirectErrorStream(true).redirectOutput(output(java).toFile());
+    return pb.start();
+  }
+
+  private Path output(Path java) {
+    return dir.resolve(java.getFileName() + ".out");
+  }
+
+  private String awaitOutput(Path java, String text) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    String out = "";
+    while (!out.contains(text) && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+      out = Files.exists(output(java)) ? Files.readString(output(java)) : "";
+    }
+    return out;
+  }
+
+  @Test
+  void hold_on_refusal_holds_after_exit_3_and_passes_every_other_exit_and_the_stop_signal_on() throws Exception {
+    // exit 3: the script stays up (no exit for the restart policy to act on) and says why; a stop exits 3
+    Path refusing = fakeJava("echo 'store refused: test'; exit 3");
+    Process refused = hold(refusing);
+    assertThat(refused.waitFor(2, TimeUnit.SECONDS)).as("holds instead of exiting").isFalse();
+    assertThat(awaitOutput(refusing, "docker compose restart relay")).contains("store refused: test")
+        .contains("Not restarting it");
+    refused.destroy(); // SIGTERM, as docker stop
+    assertThat(refused.waitFor(10, TimeUnit.SECONDS)).isTrue();
+    assertThat(refused.exitValue()).isEqualTo(3);
+
+    // any other exit passes through at once (a crash is restarted by the policy)
+    Process crashed = hold(fakeJava("exit 1"));
+    assertThat(crashed.waitFor(10, TimeUnit.SECONDS)).isTrue();
+    assertThat(crashed.exitValue()).isEqualTo(1);
+
+    // SIGTERM reaches the relay, which drains and exits 0; the script exits with it
+    Path draining = fakeJava("trap 'echo drained; exit 0' TERM; echo up; while :; do sleep 0.1; done");
+    Process running = hold(draining);
+    assertThat(awaitOutput(draining, "up")).contains("up");
+    running.destroy();
+    assertThat(running.waitFor(10, TimeUnit.SECONDS)).isTrue();
+    assertThat(running.exitValue()).isZero();
+    assertThat(awaitOutput(draining, "drained")).contains("drained");
+  }
+
   private static int run(Map<String, String> env, StringBuilder stderr) throws Exception {
     ProcessBuilder pb = new ProcessBuilder("bash", "deploy/docker/healthcheck");
     pb.environment().remove("MBX_RELAY_ADMIN_BIND");

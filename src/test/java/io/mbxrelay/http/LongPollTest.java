@@ -282,6 +282,83 @@ class LongPollTest {
     }
   }
 
+  /**
+   * Issue 22 item 1: a page used to leave the budget when its last chunk was handed to the connection (the response's
+   * end handler), while up to 16 items still waited in Vert.x's write queue; so a reader that never reads held
+   * megabytes the gauge showed as 0, and readers spaced out all got pages until the heap ran out. Now the page stays
+   * counted until its last byte was written to the socket, and a page that makes no progress for
+   * {@code http.pageStallMs} is cut: the connection is closed and the bytes come back.
+   */
+  @Test
+  void a_page_the_client_never_reads_stays_in_the_budget_until_it_is_cut_after_the_stall_time(@TempDir Path dir)
+      throws Exception {
+    try (io.mbxrelay.testing.ExpectedLog log = io.mbxrelay.testing.ExpectedLog.of(ItemRoutes.class,
+            ch.qos.logback.classic.Level.WARN, "pull page cut: the client read nothing for 1500 ms");
+        RelayHarness r = RelayHarness.start(dir, Map.of("MBX_RELAY_HTTP_PAGE_STALL_MS", "1500"), Clock.systemUTC(),
+            io.mbxrelay.crypto.Ed25519KeyPair.generate())) {
+      TestHost a = new TestHost(r.url(), "alpha").enrol();
+      TestHost b = new TestHost(r.url(), "beta").enrol();
+      long wireBytes = 0;
+      for (int i = 0; i < 12; i++) { // ~4 MB: a page the old writer handed over whole (12 items < 16 queued writes)
+        String id = Envelopes.newId();
+        byte[] w = Envelopes.sealed(id, 340_000);
+        wireBytes += w.length;
+        assertThat(a.pushEnvelope(b, id, w).status()).isEqualTo(200);
+      }
+      try (Socket slow = slowPull(r, b, null)) {
+        Thread.sleep(300); // let the relay write what the socket takes; the client reads nothing more
+        assertThat(gauge(r, "mbxrelay_pull_page_held_bytes")).as("the unread page is held").isEqualTo(wireBytes);
+        assertThat(b.pull(0, null, null).status()).as("another connection of the same host is served").isEqualTo(200);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (gauge(r, "mbxrelay_pull_page_held_bytes") != 0 && System.nanoTime() < deadline) {
+          Thread.sleep(50);
+        }
+        assertThat(gauge(r, "mbxrelay_pull_page_held_bytes")).as("released when the page was cut").isZero();
+        assertThat(gauge(r, "mbxrelay_pull_pages_cut_total")).isEqualTo(1);
+        // the relay closed the connection: reading what it took ends at the close, not with a whole page
+        slow.setSoTimeout(10_000);
+        InputStream in = slow.getInputStream();
+        long read = 0;
+        try {
+          for (int n; (n = in.read(new byte[65536])) > 0; ) {
+            read += n;
+          }
+        } catch (java.net.SocketException reset) {
+          // a reset is a close too
+        }
+        assertThat(read).as("the cut page was not sent whole").isLessThan(wireBytes);
+      }
+      log.assertSeen("pull page cut");
+    }
+  }
+
+  /**
+   * The chunked writer's bytes are those of one JSON text: items of every size around the chunk boundary (base64
+   * slices of 48 KiB concatenate to the whole item's base64).
+   */
+  @Test
+  void a_page_written_in_chunks_is_the_same_json_as_the_whole(@TempDir Path dir) throws Exception {
+    try (RelayHarness r = RelayHarness.start(dir)) {
+      TestHost a = new TestHost(r.url(), "alpha").enrol();
+      TestHost b = new TestHost(r.url(), "beta").enrol();
+      java.util.List<byte[]> sent = new java.util.ArrayList<>();
+      for (int size : new int[] {64, 49_000, 65_536, 65_540, 131_072, 300_001}) {
+        String id = Envelopes.newId();
+        byte[] w = Envelopes.sealed(id, size);
+        sent.add(w);
+        assertThat(a.pushEnvelope(b, id, w).status()).isEqualTo(200);
+      }
+      Http.Resp page = b.pull(0, null, null);
+      assertThat(page.status()).isEqualTo(200);
+      JsonNode items = page.json().get("items");
+      assertThat(items).hasSize(sent.size());
+      for (int i = 0; i < sent.size(); i++) {
+        assertThat(B64.decodeLenient(items.get(i).get("wire_b64").asText()).orElseThrow()).isEqualTo(sent.get(i));
+      }
+      assertThat(page.raw()).isEqualTo(io.mbxrelay.wire.Json.stringify(page.json()));
+    }
+  }
+
   @Test
   void the_page_budget_counts_what_pages_hold_and_what_is_left() {
     io.mbxrelay.budget.PageBudget budget = new io.mbxrelay.budget.PageBudget(1000);

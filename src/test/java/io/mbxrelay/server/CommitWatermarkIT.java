@@ -152,4 +152,47 @@ class CommitWatermarkIT {
       assertThat(relay.process.isAlive()).isTrue();
     }
   }
+
+  /**
+   * Issue 22 item 3: with {@code store.watermarkBeforeAnswers} (the default) a push is answered only once
+   * {@code relay.watermark} covers its commit, so even the newest commit lost with a damaged WAL frame is found: the
+   * relay is killed the moment the last answer arrives (no wait for the watermark's interval), the last transaction's
+   * first frame is flipped, and the store is refused. With the setting off, the watermark could still lag by up to
+   * its interval here and the loss of that last commit go unnoticed.
+   */
+  @Test
+  void a_lost_newest_commit_is_found_because_its_answer_waited_for_the_watermark(@TempDir Path dir) throws Exception {
+    Ed25519KeyPair ka = Ed25519KeyPair.generate();
+    Ed25519KeyPair kb = Ed25519KeyPair.generate();
+    try (ChildRelay relay = ChildRelay.start(dir, Map.of())) {
+      new TestHost(relay.url(), "alpha", ka).enrol();
+      new TestHost(relay.url(), "beta", kb).enrol();
+      relay.stop(); // enrolments checkpointed into relay.db
+    }
+    // a long interval: without the answers waiting, the watermark would trail the last commits by up to 5 s
+    try (ChildRelay relay = ChildRelay.start(dir, Map.of("MBX_RELAY_STORE_WATERMARK_INTERVAL_MS", "5000"))) {
+      TestHost a = new TestHost(relay.url(), "alpha", ka);
+      TestHost b = new TestHost(relay.url(), "beta", kb);
+      for (int r = 0; r < 6; r++) {
+        String id = Envelopes.newId();
+        Http.Resp resp = a.push(TestHost.item("envelope", id, List.of(b.pub()), List.of(Envelopes.sealed(id, 512))));
+        assertThat(resp.status()).isEqualTo(200);
+        assertThat(resp.json().get("results").get(0).get("status").asText()).isEqualTo("accepted");
+      }
+      relay.kill(); // at once after the last answer
+    }
+    Path wal = dir.resolve("relay.db-wal");
+    List<WalFile.Frame> frames = WalFile.validFrames(wal);
+    List<WalFile.Frame> commits = frames.stream().filter(WalFile.Frame::commit).toList();
+    assertThat(commits.size()).isGreaterThanOrEqualTo(2);
+    // the first frame of the last transaction: only that newest commit is lost
+    WalFile.Frame victim = frames.get(commits.get(commits.size() - 2).index() + 1);
+    WalFile.flip(wal, victim.offset() + 24 + 1000);
+    assertThat(WalFile.validFrames(wal)).hasSize(victim.index());
+
+    ChildRelay.Cli refused = ChildRelay.cli(Map.of("MBX_RELAY_ADMIN_PORT", "0"),
+        serveArgs(dir).toArray(String[]::new));
+    assertThat(refused.exit()).as(refused.err()).isEqualTo(3);
+    assertThat(refused.err()).contains("is behind its commit watermark");
+  }
 }

@@ -161,12 +161,18 @@ class GracefulStopIT {
   }
 
   @Test
-  void a_second_relay_on_a_held_store_says_at_once_that_it_waits_and_for_which_pid(@TempDir Path dir)
-      throws Exception {
+  void a_second_relay_on_a_held_store_fails_at_once_or_with_wait_says_at_once_that_it_waits_and_for_which_pid(
+      @TempDir Path dir) throws Exception {
     try (ChildRelay first = ChildRelay.start(dir, Map.of())) {
+      // issue 22 item 5: without --wait it fails at once, naming the holder
+      ChildRelay.Cli refused = ChildRelay.cli(Map.of("MBX_RELAY_ADMIN_PORT", "0"), "serve", "--port", "0", "--bind",
+          "127.0.0.1", "--store-dir", dir.toString());
+      assertThat(refused.exit()).as(refused.err()).isEqualTo(1);
+      assertThat(refused.err()).contains("is in use by pid " + first.process.pid() + " (another relay process serves"
+          + " it); stop that one first, or start with --wait");
       ProcessBuilder pb = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-          "-jar", ChildRelay.jar().toString(), "serve", "--port", "0", "--bind", "127.0.0.1", "--store-dir",
-          dir.toString()).redirectErrorStream(true);
+          "-jar", ChildRelay.jar().toString(), "serve", "--port", "0", "--bind", "127.0.0.1", "--wait",
+          "--store-dir", dir.toString()).redirectErrorStream(true);
       pb.environment().remove("MBX_RELAY_KEY");
       pb.environment().put("MBX_RELAY_ADMIN_PORT", "0");
       long t0 = System.nanoTime();
@@ -178,7 +184,7 @@ class GracefulStopIT {
               StandardCharsets.UTF_8))) {
             String line;
             while ((line = r.readLine()) != null) {
-              if (line.contains("is in use by")) {
+              if (line.contains("to release the store")) {
                 waiting.complete(line);
               }
             }
@@ -191,7 +197,8 @@ class GracefulStopIT {
         reader.start();
         String line = waiting.get(30, TimeUnit.SECONDS);
         long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-        assertThat(line).contains("is in use by pid " + first.process.pid() + ": waiting up to 60 s for it to stop");
+        assertThat(line).contains("waiting for pid " + first.process.pid() + " to release the store")
+            .contains("of 60 s]");
         assertThat(ms).as("said at once, not after the 60 s wait").isLessThan(20_000);
       } finally {
         second.destroyForcibly();

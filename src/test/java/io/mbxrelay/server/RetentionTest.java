@@ -133,6 +133,7 @@ class RetentionTest {
     }
   }
 
+  @SuppressWarnings("try") // a resource held for the block, not used in it
   @Test
   void a_sweep_of_20000_expired_rows_runs_in_bounded_batches_and_a_push_is_answered_between_them(@TempDir Path dir)
       throws Exception {

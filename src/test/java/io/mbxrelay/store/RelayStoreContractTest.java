@@ -659,18 +659,22 @@ public abstract class RelayStoreContractTest {
 
   @Test
   void a_command_that_fails_unexpectedly_inside_an_item_rolls_back_all_of_itself_and_only_itself() throws Exception {
-    StoreCommand.Target broken = new StoreCommand.Target(d, null, null, null); // no wire and no finding: a bug
-    List<RelayStore.CommandResult> results = store.execute(List.of(
-        new StoreCommand.PushBatch(List.of(
-            new StoreCommand.Push(a, "s", "envelope", "first", List.of(target(b, "1"))),
-            new StoreCommand.Push(a, "s", "envelope", "second", List.of(target(c, "2"), broken)))),
-        new StoreCommand.Push(a, "s", "envelope", "after", List.of(target(c, "3")))));
-    assertThat(results.get(0).error()).isNotNull();
-    assertThat(results.get(0).error().kind()).isEqualTo(StoreException.Kind.INTERNAL);
-    assertThat(store.headSeq(b)).isZero();
-    assertThat(((PushOutcome.Stored) results.get(1).value()).targets().get(0).seq()).isEqualTo(1);
-    assertThat(await(reads().pull(c, 0, 10, 1 << 20)).items()).extracting(PulledItem::itemId).containsExactly("after");
-    assertThat(stored(a, "first", target(b, "1")).fresh()).isTrue();
+    try (io.mbxrelay.testing.ExpectedLog log = io.mbxrelay.testing.ExpectedLog.of(io.mbxrelay.store.RelayLedger.class,
+        ch.qos.logback.classic.Level.ERROR, "store command failed [command: PushBatch]")) {
+      StoreCommand.Target broken = new StoreCommand.Target(d, null, null, null); // no wire and no finding: a bug
+      List<RelayStore.CommandResult> results = store.execute(List.of(
+          new StoreCommand.PushBatch(List.of(
+              new StoreCommand.Push(a, "s", "envelope", "first", List.of(target(b, "1"))),
+              new StoreCommand.Push(a, "s", "envelope", "second", List.of(target(c, "2"), broken)))),
+          new StoreCommand.Push(a, "s", "envelope", "after", List.of(target(c, "3")))));
+      assertThat(results.get(0).error()).isNotNull();
+      assertThat(results.get(0).error().kind()).isEqualTo(StoreException.Kind.INTERNAL);
+      assertThat(store.headSeq(b)).isZero();
+      assertThat(((PushOutcome.Stored) results.get(1).value()).targets().get(0).seq()).isEqualTo(1);
+      assertThat(await(reads().pull(c, 0, 10, 1 << 20)).items()).extracting(PulledItem::itemId).containsExactly("after");
+      assertThat(stored(a, "first", target(b, "1")).fresh()).isTrue();
+      log.assertSeen("store command failed [command: PushBatch]");
+    }
   }
 
   // ---- reads ----

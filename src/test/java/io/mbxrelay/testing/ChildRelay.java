@@ -17,7 +17,8 @@ import java.util.regex.Pattern;
 
 /**
  * The shaded jar ({@code target/mbxrelay.jar}, built by {@code package} before Failsafe runs) as a child process:
- * {@code serve --port 0 --bind 127.0.0.1 --store-dir DIR}. {@link #kill()} sends SIGKILL.
+ * {@code serve --port 0 --bind 127.0.0.1 --store-dir DIR} (a {@code --port} among the extra arguments replaces the
+ * 0). {@link #kill()} sends SIGKILL.
  */
 public final class ChildRelay implements AutoCloseable {
   private static final Pattern LISTENING = Pattern.compile("listening on :(\\d+)");
@@ -50,7 +51,7 @@ public final class ChildRelay implements AutoCloseable {
 
   /** Starts a relay child with extra {@code serve} arguments and waits for its listening line. */
   public static ChildRelay start(Path storeDir, Map<String, String> env, String... serveArgs) throws Exception {
-    return start(storeDir, env, 0, serveArgs);
+    return start(List.of(), storeDir, env, serveArgs);
   }
 
   /**
@@ -59,11 +60,33 @@ public final class ChildRelay implements AutoCloseable {
    */
   public static ChildRelay start(Path storeDir, Map<String, String> env, int port, String... serveArgs)
       throws Exception {
+    List<String> args = new ArrayList<>(List.of("--port", Integer.toString(port)));
+    args.addAll(List.of(serveArgs));
+    return start(List.of(), storeDir, env, args.toArray(String[]::new));
+  }
+
+  /** Starts a relay child with JVM options (e.g. {@code -Xmx256m}) and extra {@code serve} arguments. */
+  public static ChildRelay start(List<String> jvmOptions, Path storeDir, Map<String, String> env,
+      String... serveArgs) throws Exception {
+    return start(List.of(), jvmOptions, storeDir, env, serveArgs);
+  }
+
+  /**
+   * Starts a relay child through a launcher that ends by exec'ing the command it is given (e.g.
+   * {@code sh -c 'trap "" HUP; exec "$@"' sh}), so the child keeps the launcher's pid and what it set up.
+   */
+  public static ChildRelay start(List<String> launcher, List<String> jvmOptions, Path storeDir,
+      Map<String, String> env, String... serveArgs) throws Exception {
     ChildTmp tmp = ChildTmp.create(); // the native library copy and Vert.x cache of a killed child go with it
-    List<String> cmd = new ArrayList<>(List.of(javaBin()));
+    List<String> cmd = new ArrayList<>(launcher);
+    cmd.add(javaBin());
+    cmd.addAll(jvmOptions);
     cmd.addAll(tmp.jvmArgs());
-    cmd.addAll(List.of("-jar", jar().toString(), "serve", "--port", Integer.toString(port), "--bind", "127.0.0.1",
-        "--store-dir", storeDir.toString()));
+    cmd.addAll(List.of("-jar", jar().toString(), "serve"));
+    if (!List.of(serveArgs).contains("--port")) {
+      cmd.addAll(List.of("--port", "0"));
+    }
+    cmd.addAll(List.of("--bind", "127.0.0.1", "--store-dir", storeDir.toString()));
     cmd.addAll(List.of(serveArgs));
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
     pb.environment().remove("MBX_RELAY_KEY");
@@ -178,7 +201,8 @@ public final class ChildRelay implements AutoCloseable {
     gone();
   }
 
-  private static String javaBin() {
+  /** The {@code java} of the JVM running the tests. */
+  public static String javaBin() {
     return Path.of(System.getProperty("java.home"), "bin", "java").toString();
   }
 

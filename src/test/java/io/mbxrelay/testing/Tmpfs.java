@@ -73,8 +73,18 @@ public final class Tmpfs implements AutoCloseable {
     }
   }
 
+  /** Unmounts; an interrupt is kept and reported as an I/O failure (so try-with-resources need not catch it). */
   @Override
-  public void close() throws Exception {
-    run("umount", "-l", dir.toString());
+  public void close() throws java.io.IOException {
+    try {
+      run("umount", "-l", dir.toString());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new java.io.IOException("interrupted while unmounting " + dir, e);
+    } catch (java.io.IOException | RuntimeException e) {
+      throw e;
+    } catch (Exception e) {
+      throw new java.io.IOException(e);
+    }
   }
 }

@@ -50,6 +50,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * {@link WebClient} in a field (Vert.x 5 closes unreachable clients); {@link #close()} releases it.
  */
 public final class RelayClient implements AutoCloseable {
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(RelayClient.class);
 
   /**
    * Client options.
@@ -74,6 +75,8 @@ public final class RelayClient implements AutoCloseable {
   private record Answer(int status, String raw, JsonNode json) {}
 
   private final WebClient web;
+  /** The HTTP client under {@link #web} (wrapped, so its connections get an exception handler); closed with it. */
+  private final io.vertx.core.http.HttpClient http;
   private final String base;
   private final String hostName;
   private final Ed25519KeyPair key;
@@ -123,8 +126,16 @@ public final class RelayClient implements AutoCloseable {
       relayKey.set(B64.encode(B64.decodeLenient(k.relayPubkey()).orElseThrow()));
     }
     // The relay closes idle connections after 5 s (docs/protocol.md §3); drop ours before that to avoid reusing a closed one.
-    this.web = WebClient.create(vertx, new WebClientOptions().setKeepAliveTimeout(4).setUserAgent("mbxrelay-host")
-        .setConnectTimeout((int) Math.min(Integer.MAX_VALUE, options.requestTimeoutMs())));
+    WebClientOptions webOptions = new WebClientOptions().setKeepAliveTimeout(4).setUserAgent("mbxrelay-host")
+        .setConnectTimeout((int) Math.min(Integer.MAX_VALUE, options.requestTimeoutMs()));
+    // A pooled connection the relay resets while idle (a relay killed or restarted) fails no request: the next one
+    // opens a new connection, and a request in flight fails through its own future. Without a handler of its own,
+    // Vert.x logs each such reset as an ERROR with no context; say it once at DEBUG instead.
+    this.http = vertx.httpClientBuilder().with(webOptions)
+        .withConnectHandler(conn -> conn.exceptionHandler(e -> LOG.debug(
+            "relay connection failed [relay: {}] [error: {}]", base, e.toString())))
+        .build();
+    this.web = WebClient.wrap(http, webOptions);
   }
 
   /**
@@ -497,6 +508,7 @@ public final class RelayClient implements AutoCloseable {
   @Override
   public void close() {
     web.close();
+    http.close();
   }
 
   /**

@@ -62,6 +62,7 @@ public final class PgMigration {
    * @return the receipt: rows copied per table, relay key, epoch
    * @throws Refused when the relay runs, the store or key is missing, or the database already holds a relay store
    */
+  @SuppressWarnings("try") // a resource held for the block, not used in it
   public static ObjectNode migrate(Path storeDir, PgStore.Settings target, String envKey, long nowMs)
       throws Refused {
     Path db = storeDir.resolve(SqliteSettings.DB_FILE);

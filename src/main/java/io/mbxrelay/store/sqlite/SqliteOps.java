@@ -138,6 +138,7 @@ public final class SqliteOps {
    * @return the receipt
    * @throws OpsException RELAY_RUNNING, NO_STORE, NOT_A_STORE, SCHEMA or IO
    */
+  @SuppressWarnings("try") // a resource held for the block, not used in it
   public static ObjectNode rotateEpoch(Path dir, Clock clock) throws OpsException {
     if (!Files.isRegularFile(db(dir))) {
       throw new OpsException("NO_STORE", "no store at " + db(dir));

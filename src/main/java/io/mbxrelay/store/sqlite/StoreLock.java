@@ -66,6 +66,28 @@ public final class StoreLock implements AutoCloseable {
     }
   }
 
+  /**
+   * Who holds the store's lock now, without waiting (issue 22 item 5: {@code serve} says so at once). Takes the lock
+   * and gives it back when it is free; never creates {@code relay.lock} (a dir without one is held by nobody).
+   *
+   * @param storeDir the store directory
+   * @return the holder as text ({@link #holder}) when another process holds it, else empty (free, or the lock could
+   *     not be tried: the relay's own start then reports that)
+   */
+  public static java.util.Optional<String> heldBy(Path storeDir) {
+    if (!java.nio.file.Files.exists(storeDir.resolve(FILE))) {
+      return java.util.Optional.empty();
+    }
+    try {
+      acquire0(storeDir, 0).close();
+      return java.util.Optional.empty();
+    } catch (Held busy) {
+      return java.util.Optional.of(holder(storeDir.resolve(FILE)));
+    } catch (StoreOpenException e) {
+      return java.util.Optional.empty();
+    }
+  }
+
   /** Another connection holds the lock (SQLite BUSY or LOCKED), as opposed to any other failure to take it. */
   private static final class Held extends StoreOpenException {
     private static final long serialVersionUID = 1L;
@@ -158,6 +180,7 @@ public final class StoreLock implements AutoCloseable {
    * @param storeDir the store directory
    * @return true when held elsewhere
    */
+  @SuppressWarnings("try") // the lock is taken and given back, not used
   public static boolean isHeld(Path storeDir) {
     if (!storeDir.resolve(FILE).toFile().exists()) {
       return false;

@@ -54,6 +54,7 @@ class MigrateStoreTest {
         + PgTestServer.SUPERUSER);
   }
 
+  @SuppressWarnings("try") // a resource held for the block, not used in it
   @Test
   void key_epoch_enrolments_queues_and_dedup_arrive_intact_and_the_store_goes_on(@TempDir Path dir)
       throws Exception {

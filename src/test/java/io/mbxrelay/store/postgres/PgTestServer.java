@@ -178,6 +178,7 @@ public final class PgTestServer implements AutoCloseable {
     }
   }
 
+  @SuppressWarnings("try") // a resource held for the block, not used in it
   private void awaitReady() throws IOException {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
     SQLException last = null;

@@ -96,25 +96,30 @@ class CleanCloseTest {
         .hasMessageContaining("integrity check");
   }
 
+  @SuppressWarnings("try") // a resource held for the block, not used in it
   @Test
   void damage_done_while_the_store_was_open_is_not_vouched_for_by_its_clean_close(@TempDir Path dir)
       throws Exception {
-    try (SqliteRelayStore s = open(dir)) {
-      fill(s);
-    }
-    Path db = dir.resolve("relay.db");
-    long page = itemsLeafPage(db);
-    try (SqliteRelayStore s = open(dir)) { // the start-up check passes; then another process flips the page
-      try (RandomAccessFile f = new RandomAccessFile(db.toFile(), "rw")) {
-        f.seek((page - 1) * 4096 + 3);
-        f.write(0x7f);
-        f.write(0xff);
+    try (io.mbxrelay.testing.ExpectedLog log = io.mbxrelay.testing.ExpectedLog.of(io.mbxrelay.store.sqlite.SqliteBackend.class,
+        ch.qos.logback.classic.Level.ERROR, "integrity check at close failed")) {
+      try (SqliteRelayStore s = open(dir)) {
+        fill(s);
       }
+      Path db = dir.resolve("relay.db");
+      long page = itemsLeafPage(db);
+      try (SqliteRelayStore s = open(dir)) { // the start-up check passes; then another process flips the page
+        try (RandomAccessFile f = new RandomAccessFile(db.toFile(), "rw")) {
+          f.seek((page - 1) * 4096 + 3);
+          f.write(0x7f);
+          f.write(0xff);
+        }
+      }
+      assertThat(dir.resolve(CleanClose.FILE)).as("no marker for a store that fails quick_check at close")
+          .doesNotExist();
+      assertThatThrownBy(() -> open(dir)).isInstanceOf(StoreRefusedException.class)
+          .hasMessageContaining("integrity check");
+      log.assertSeen("integrity check at close failed");
     }
-    assertThat(dir.resolve(CleanClose.FILE)).as("no marker for a store that fails quick_check at close")
-        .doesNotExist();
-    assertThatThrownBy(() -> open(dir)).isInstanceOf(StoreRefusedException.class)
-        .hasMessageContaining("integrity check");
   }
 
   @Test

@@ -124,6 +124,7 @@ class SqliteOpsTest {
     assertThat(rotated.get("by").asText()).isEqualTo("operator");
   }
 
+  @SuppressWarnings("try") // a resource held for the block, not used in it
   @Test
   void restore_refuses_what_is_not_a_store_and_a_backup_of_another_relay(@TempDir Path tmp) throws Exception {
     Path dir = tmp.resolve("store");

@@ -24,6 +24,11 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** {@link SqliteRelayStore}: the store contract on SQLite plus what only SQLite has (pragmas, schema versions, pinning). */
 class SqliteRelayStoreTest extends RelayStoreContractTest {
+  /** Lines these tests provoke on purpose (issue 22 item 7): kept out of the build output, asserted where provoked. */
+  @org.junit.jupiter.api.extension.RegisterExtension
+  static final io.mbxrelay.testing.ExpectedLog LOGS = io.mbxrelay.testing.ExpectedLog.forClass()
+      .and("io.mbxrelay.store.sqlite.SqliteBackend", ch.qos.logback.classic.Level.WARN, "will be migrated to ");
+
   @TempDir
   Path dir;
 
@@ -273,6 +278,7 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
       assertThat(s.epoch()).as("a migration keeps the epoch").isEqualTo(epoch);
       assertThat(s.enrolment(b).orElseThrow().live()).isFalse();
     }
+    LOGS.assertSeen("will be migrated to "); // issue 22 item 7: the line this test provokes
   }
 
   @Test
@@ -287,24 +293,17 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
       st.execute("DROP TABLE enrolment_clients");
       st.executeUpdate("UPDATE meta SET v='2' WHERE k='schema_version'");
     }
-    ch.qos.logback.classic.Logger log = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory
-        .getLogger(SqliteBackend.class);
-    ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> lines =
-        new ch.qos.logback.core.read.ListAppender<>();
-    lines.start();
-    log.addAppender(lines);
     Path backup;
     try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, Clock.systemUTC(), defaults(), 5000, 0)) {
       assertThat(s.openReport().migratedFrom()).isEqualTo(2);
       backup = s.openReport().migrationBackup();
-    } finally {
-      log.detachAppender(lines);
     }
     assertThat(backup.getParent()).isEqualTo(d);
     assertThat(backup.getFileName().toString()).matches("relay-v2-before-migration-\\d{8}T\\d{6}Z\\.db");
     assertThat(java.nio.file.Files.getPosixFilePermissions(backup))
         .isEqualTo(java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
-    assertThat(lines.list).anySatisfy(e -> assertThat(e.getFormattedMessage())
+    // the line is taken out of the build output by LOGS (issue 22 item 7) before any appender sees it
+    assertThat(LOGS.seen()).anySatisfy(l -> assertThat(l)
         .contains("store schema version 2 will be migrated to 4").contains("[backup: " + backup + "]"));
     try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + backup); Statement st = c.createStatement()) {
       ResultSet rs = st.executeQuery("PRAGMA quick_check");

@@ -39,6 +39,7 @@ class StoreFilesTest {
     }
   }
 
+  @SuppressWarnings("try") // a resource held for the block, not used in it
   @Test
   void every_store_file_is_0600_in_a_0700_dir_a_backup_path_with_spaces_works_and_restore_ignores_the_backups_mode(
       @TempDir Path tmp) throws Exception {
@@ -134,6 +135,7 @@ class StoreFilesTest {
     assertThat(target).doesNotExist();
   }
 
+  @SuppressWarnings("try") // a resource held for the block, not used in it
   @Test
   void an_empty_lock_file_from_a_failed_first_start_is_no_trace_of_a_store_but_a_held_lock_is(@TempDir Path tmp)
       throws Exception {
