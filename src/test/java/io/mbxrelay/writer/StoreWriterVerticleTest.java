@@ -135,6 +135,30 @@ class StoreWriterVerticleTest {
   }
 
   @Test
+  void a_transaction_takes_commands_up_to_its_byte_bound_and_always_at_least_one() throws Exception {
+    SqliteRelayStore store = open();
+    enrolBoth(store);
+    long oneItem = push("probe-size").weightBytes();
+    List<Integer> sizes = new CopyOnWriteArrayList<>();
+    // room for two items' wire bytes per transaction; a single command larger than the bound still runs alone
+    StoreWriterVerticle w = new StoreWriterVerticle(store, 1024, 1_000_000, 2 * oneItem, 0, plenty(), Runnable::run,
+        ItemsCommitted.NONE, (commands, nanos, failure) -> sizes.add(commands.size()));
+    String id = deploy(w);
+    StoreClient client = new StoreClient(vertx, 10_000);
+    List<Future<PushOutcome>> answers = new ArrayList<>();
+    for (int i = 0; i < 30; i++) {
+      answers.add(client.send(push("bytes-" + i)));
+    }
+    for (Future<PushOutcome> f : answers) {
+      assertThat(await(f)).isInstanceOf(PushOutcome.Stored.class);
+    }
+    await(vertx.undeploy(id));
+    assertThat(sizes).allSatisfy(n -> assertThat(n).isBetween(1, 2));
+    assertThat(sizes.stream().mapToInt(Integer::intValue).sum()).isEqualTo(30);
+    assertThat(storedIds()).hasSize(30);
+  }
+
+  @Test
   void under_the_free_space_floor_pushes_are_refused_and_other_commands_still_commit() throws Exception {
     SqliteRelayStore store = open();
     enrolBoth(store);
