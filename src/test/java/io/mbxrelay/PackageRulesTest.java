@@ -52,4 +52,18 @@ class PackageRulesTest {
     assertThat(refs).filteredOn(r -> r.matches(".*io\\.mbxrelay\\.(server|http|cli|host)\\..*")).isEmpty();
     assertThat(references(store, Pattern.compile("io\\.mbxrelay\\.store\\.sqlite\\.[A-Z]\\w*"))).isEmpty();
   }
+
+  @Test
+  void the_writer_knows_no_http_server_or_cli_and_the_store_knows_no_writer() throws IOException {
+    List<String> writer = references(MAIN.resolve("writer"), NAMED);
+    assertThat(writer).anyMatch(r -> r.contains("io.mbxrelay.store."));
+    assertThat(writer).filteredOn(r -> r.matches(".*io\\.mbxrelay\\.(server|http|cli|host)\\..*")).isEmpty();
+    // the writer drives the store; the store and its backends never reach back into the writer
+    for (String pkg : List.of("store", "store/sqlite", "store/postgres", "store/jdbc")) {
+      if (Files.isDirectory(MAIN.resolve(pkg))) {
+        assertThat(references(MAIN.resolve(pkg), NAMED)).as(pkg)
+            .filteredOn(r -> r.contains("io.mbxrelay.writer.")).isEmpty();
+      }
+    }
+  }
 }

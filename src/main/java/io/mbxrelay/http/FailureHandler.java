@@ -25,7 +25,7 @@ final class FailureHandler implements Handler<RoutingContext> {
     RelayError e;
     if (t instanceof RelayError re) {
       e = re;
-    } else if (io.mbxrelay.store.StoreClient.isDiskFloorRefusal(t)) {
+    } else if (io.mbxrelay.writer.StoreClient.isDiskFloorRefusal(t)) {
       ctx.response().putHeader("retry-after", "60"); // the disk under store.minFreeBytes: not stored, retry later
       e = RelayError.STORE_UNAVAILABLE;
     } else if (t instanceof ReplyException rx

@@ -17,7 +17,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p>Threading: {@link #wake} is safe on any thread (the writer); a waiter's callbacks run on its event loop.
  */
-public final class PullWaiters {
+public final class PullWaiters implements io.mbxrelay.writer.ItemsCommitted {
   /** Most pulls one host may hold open at once (a host runs one receive loop). */
   public static final int MAX_PER_TARGET = 4;
 
@@ -85,6 +85,12 @@ public final class PullWaiters {
         waiting.decrementAndGet();
       }
     };
+  }
+
+  /** The writer's signal ({@link io.mbxrelay.writer.ItemsCommitted}): wakes the waiters of these targets. */
+  @Override
+  public void itemsCommitted(java.util.Set<String> targets) {
+    wake(targets);
   }
 
   /**

@@ -1,6 +1,6 @@
 package io.mbxrelay.http;
 
-import io.mbxrelay.store.StoreClient;
+import io.mbxrelay.writer.StoreClient;
 import io.mbxrelay.auth.ChallengeStore;
 import io.mbxrelay.auth.ClientAddress;
 import io.mbxrelay.auth.EnrolmentAuthority;

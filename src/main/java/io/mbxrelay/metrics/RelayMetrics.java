@@ -38,7 +38,7 @@ import java.util.function.LongSupplier;
  * or free text ever becomes a label value.
  *
  * <p>One instance per relay process, built by the composition root before Vert.x so that Vert.x's own HTTP server,
- * event-bus (address label on: {@code io.mbxrelay.store.Addresses} is a small fixed set), JVM and process meters land
+ * event-bus (address label on: {@code io.mbxrelay.writer.Addresses} is a small fixed set), JVM and process meters land
  * in the same {@link PrometheusMeterRegistry}. Names below are Micrometer names; the Prometheus exposition turns
  * {@code mbxrelay.items.accepted} into {@code mbxrelay_items_accepted_total}, a timer into
  * {@code _seconds_bucket/_sum/_count/_max}.

@@ -1,7 +1,8 @@
 package io.mbxrelay.server;
 
+import io.mbxrelay.writer.StoreWriterVerticle;
 import io.mbxrelay.http.RelayServices;
-import io.mbxrelay.store.StoreClient;
+import io.mbxrelay.writer.StoreClient;
 import io.mbxrelay.metrics.RateLimitedLogger;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;

@@ -1,6 +1,6 @@
 package io.mbxrelay.server;
 
-import io.mbxrelay.store.StoreClient;
+import io.mbxrelay.writer.StoreClient;
 import io.mbxrelay.metrics.RateLimitedLogger;
 import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.crypto.Ed25519KeyPair;

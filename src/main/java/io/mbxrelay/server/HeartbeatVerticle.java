@@ -1,6 +1,6 @@
 package io.mbxrelay.server;
 
-import io.mbxrelay.store.StoreClient;
+import io.mbxrelay.writer.StoreClient;
 import io.mbxrelay.store.StoreCommand;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;

@@ -2,8 +2,9 @@ package io.mbxrelay.server;
 
 import io.mbxrelay.http.RelayServices;
 import io.mbxrelay.http.TrustServices;
-import io.mbxrelay.store.StoreClient;
-import io.mbxrelay.store.LocalCodec;
+import io.mbxrelay.writer.StoreClient;
+import io.mbxrelay.writer.LocalCodec;
+import io.mbxrelay.writer.StoreWriterVerticle;
 import io.mbxrelay.auth.AccountTokenAuthority;
 import io.mbxrelay.auth.ChallengeStore;
 import io.mbxrelay.auth.HopReplayCache;
@@ -201,9 +202,11 @@ public final class RelayServer implements AutoCloseable {
       CommitWatermark mark = watermark;
       java.util.function.Consumer<Runnable> answers = config.store().watermarkBeforeAnswers() ? mark::afterDurable
           : Runnable::run;
+      // long-poll waiters: the writer signals them after each COMMIT that stored items (writer.ItemsCommitted)
+      io.mbxrelay.http.PullWaiters waiters = new io.mbxrelay.http.PullWaiters(config.limits().maxEnrolments());
       StoreWriterVerticle writer = new StoreWriterVerticle(store, config.store().writerBatchMax(),
           config.store().writerBatchMaxRows(), config.store().writerBatchMaxBytes(),
-          config.store().writerCommitDelayMs(), disk, answers, (commands, nanos, failure) -> {
+          config.store().writerCommitDelayMs(), disk, answers, waiters, (commands, nanos, failure) -> {
             m.writerTransaction(commands.size(), nanos, failure == null ? null : failure.kind());
             options.transactions().transaction(commands, nanos, failure);
           });
@@ -218,7 +221,7 @@ public final class RelayServer implements AutoCloseable {
       RelayReads reads = SqliteReads.open(vertx, store.file(), config.store().readPoolSize(),
           config.store().busyTimeoutMs());
       RelayServer server = finish(config, relayKey, options, vertx, metrics, writer, reads, store.enrolments(),
-          store.epoch(), clock, disk, store.file(), store.openReport(), deployments, store::onNewItems);
+          store.epoch(), clock, disk, store.file(), store.openReport(), deployments, waiters);
       server.lock = lock;
       server.watermark = watermark;
       return server;
@@ -270,8 +273,10 @@ public final class RelayServer implements AutoCloseable {
       RelayMetrics m = metrics;
       // The database's disk is the database's: a full one answers 53100 (disk_full), mapped to 503 per request.
       DiskSpace disk = new DiskSpace(() -> Long.MAX_VALUE, System::nanoTime, 0);
+      io.mbxrelay.http.PullWaiters waiters = new io.mbxrelay.http.PullWaiters(config.limits().maxEnrolments());
       StoreWriterVerticle writer = new StoreWriterVerticle(store, sc.writerBatchMax(), sc.writerBatchMaxRows(),
-          sc.writerBatchMaxBytes(), sc.writerCommitDelayMs(), disk, Runnable::run, (commands, nanos, failure) -> {
+          sc.writerBatchMaxBytes(), sc.writerCommitDelayMs(), disk, Runnable::run, waiters,
+          (commands, nanos, failure) -> {
             m.writerTransaction(commands.size(), nanos, failure == null ? null : failure.kind());
             options.transactions().transaction(commands, nanos, failure);
           });
@@ -287,7 +292,7 @@ public final class RelayServer implements AutoCloseable {
       RelayServer server = finish(config, pg.relayKey(), options, vertx, metrics, writer, reads, pg.enrolmentCache(),
           pg.epoch(), clock, disk, options.storeDir().resolve("postgresql"),
           new io.mbxrelay.store.sqlite.SqliteBackend.OpenReport(r.created(), r.epochRotatedReason(),
-              r.previousEpoch(), 0, null), deployments, store::onNewItems);
+              r.previousEpoch(), 0, null), deployments, waiters);
       server.pgStore = pg;
       return server;
     } catch (Exception | Error e) {
@@ -350,7 +355,7 @@ public final class RelayServer implements AutoCloseable {
       RelayMetrics metrics, StoreWriterVerticle writer, RelayReads reads, io.mbxrelay.store.EnrolmentCache enrolments,
       String epoch, ClockGuard clock, DiskSpace disk, Path statusFile,
       io.mbxrelay.store.sqlite.SqliteBackend.OpenReport openReport, List<String> deployments,
-      java.util.function.Consumer<java.util.function.Consumer<java.util.Set<String>>> onNewItems) throws Exception {
+      io.mbxrelay.http.PullWaiters waiters) throws Exception {
     RelayMetrics m = metrics;
     RelayConfig.Limits l = config.limits();
     // ---- trust (issue 3): authority, issuer keys, replay cache, admin token ----
@@ -375,9 +380,8 @@ public final class RelayServer implements AutoCloseable {
       m.bindJwksAge(cache::ageSeconds);
       cache.onRefresh(m::jwksRefresh);
     }
-    // long-poll pulls wake when the writer commits items for their host; pull pages in memory are bounded
-    io.mbxrelay.http.PullWaiters waiters = new io.mbxrelay.http.PullWaiters(l.maxEnrolments());
-    onNewItems.accept(waiters::wake);
+    // long-poll pulls wake when the writer commits items for their host (the writer's ItemsCommitted signal, given
+    // to the writer by the start path); pull pages in memory are bounded
     io.mbxrelay.budget.PageBudget pageBudget = new io.mbxrelay.budget.PageBudget(config.http().pageBytesInFlight(),
         config.http().pageBytesPerClient(config.limits().maxPullBytes()));
     io.mbxrelay.http.BodyBudget bodyBudget = new io.mbxrelay.http.BodyBudget(config.http().bodyBudgetBytes(),

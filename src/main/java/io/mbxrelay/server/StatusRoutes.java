@@ -1,5 +1,6 @@
 package io.mbxrelay.server;
 
+import io.mbxrelay.writer.StoreWriterVerticle;
 import io.mbxrelay.http.RelayServices;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;

@@ -100,6 +100,7 @@ public final class RelayLedger implements RelayStore {
    *
    * @param observer receives an unmodifiable set of target keys
    */
+  @Override
   public void onNewItems(Consumer<Set<String>> observer) {
     this.newItems = Objects.requireNonNull(observer);
   }

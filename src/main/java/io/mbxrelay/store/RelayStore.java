@@ -92,6 +92,15 @@ public interface RelayStore extends AutoCloseable {
   record CommandResult(Object value, StoreException error) {}
 
   /**
+   * Installs the observer of committed items (the writer's {@code ItemsCommitted} signal): called on the writer thread
+   * after each COMMIT that stored at least one item, before that transaction's answers, with the targets that
+   * received items. One observer; a later call replaces it.
+   *
+   * @param observer receives an unmodifiable set of target keys; must not block
+   */
+  void onNewItems(java.util.function.Consumer<java.util.Set<String>> observer);
+
+  /**
    * Picks up changes another process committed to the store (for example an operator's deny-list command beside a
    * running relay), so cached state follows them. Writer thread only; the default does nothing.
    *

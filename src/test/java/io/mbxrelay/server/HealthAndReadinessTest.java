@@ -31,7 +31,7 @@ class HealthAndReadinessTest {
   @org.junit.jupiter.api.extension.RegisterExtension
   static final io.mbxrelay.testing.ExpectedLog LOGS = io.mbxrelay.testing.ExpectedLog.forClass()
       .and("io.mbxrelay.server.AdminVerticle", ch.qos.logback.classic.Level.WARN, "readiness probe failed")
-      .and("io.mbxrelay.server.StoreWriterVerticle", ch.qos.logback.classic.Level.WARN, "transaction failed [kind: UNAVAILABLE]");
+      .and("io.mbxrelay.writer.StoreWriterVerticle", ch.qos.logback.classic.Level.WARN, "transaction failed [kind: UNAVAILABLE]");
 
   @TempDir
   Path dir;

@@ -120,6 +120,7 @@ public final class SqliteRelayStore implements RelayStore {
   }
 
   /** See {@link RelayLedger#onNewItems}. */
+  @Override
   public void onNewItems(java.util.function.Consumer<Set<String>> observer) {
     ledger.onNewItems(observer);
   }

@@ -1,8 +1,8 @@
-package io.mbxrelay.server;
+package io.mbxrelay.writer;
 
-import io.mbxrelay.store.StoreClient;
-import io.mbxrelay.store.Addresses;
-import io.mbxrelay.store.LocalCodec;
+import io.mbxrelay.writer.StoreClient;
+import io.mbxrelay.writer.Addresses;
+import io.mbxrelay.writer.LocalCodec;
 import io.mbxrelay.metrics.RateLimitedLogger;
 import io.mbxrelay.store.DiskSpace;
 import io.mbxrelay.store.RelayStore;
@@ -76,6 +76,7 @@ public final class StoreWriterVerticle extends VerticleBase {
   private long lastTxnEnd;
   private final DiskSpace disk;
   private final java.util.function.Consumer<Runnable> answersAfterCommit;
+  private final ItemsCommitted itemsCommitted;
   private final java.util.concurrent.atomic.AtomicLong diskRefusals = new java.util.concurrent.atomic.AtomicLong();
 
   /**
@@ -88,12 +89,16 @@ public final class StoreWriterVerticle extends VerticleBase {
    * @param answersAfterCommit given, right after each committed transaction (writer thread), the task that sends its
    *     answers; runs it when they may leave (at once, or once the commit watermark covers the commit: issue 22 item 3).
    *     The task may then run on another thread.
+   * @param itemsCommitted told on the writer thread, after each COMMIT that stored items, which targets got them
+   *     (long-poll waiters); {@link ItemsCommitted#NONE} when nobody waits
    * @param listener transaction observer
    */
   public StoreWriterVerticle(RelayStore store, int batchMax, int maxRows, long maxBytes, long commitDelayMs,
-      DiskSpace disk, java.util.function.Consumer<Runnable> answersAfterCommit, TransactionListener listener) {
+      DiskSpace disk, java.util.function.Consumer<Runnable> answersAfterCommit, ItemsCommitted itemsCommitted,
+      TransactionListener listener) {
     this.store = Objects.requireNonNull(store);
     this.answersAfterCommit = Objects.requireNonNull(answersAfterCommit);
+    this.itemsCommitted = Objects.requireNonNull(itemsCommitted);
     this.disk = Objects.requireNonNull(disk);
     this.batchMax = batchMax;
     this.maxRows = maxRows;
@@ -119,6 +124,7 @@ public final class StoreWriterVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
+    store.onNewItems(itemsCommitted::itemsCommitted);
     consumer = vertx.eventBus().localConsumer(Addresses.STORE_WRITE, this::enqueue);
     refreshTimer = vertx.setPeriodic(REFRESH_MS, id -> refresh());
     return consumer.completion();

@@ -1,4 +1,4 @@
-package io.mbxrelay.store;
+package io.mbxrelay.writer;
 
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.eventbus.MessageCodec;

@@ -1,4 +1,4 @@
-package io.mbxrelay.store;
+package io.mbxrelay.writer;
 
 /**
  * Event-bus addresses. The set is small and fixed, so event-bus metrics may label by address (docs/architecture.md "Logs and metrics").

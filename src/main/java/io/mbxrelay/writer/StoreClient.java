@@ -1,4 +1,4 @@
-package io.mbxrelay.store;
+package io.mbxrelay.writer;
 
 import io.mbxrelay.store.StoreCommand;
 import io.vertx.core.Future;

@@ -1,4 +1,4 @@
-package io.mbxrelay.server;
+package io.mbxrelay.writer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -6,9 +6,9 @@ import io.mbxrelay.config.ConfigLoader;
 import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.store.DiskSpace;
-import io.mbxrelay.store.LocalCodec;
+import io.mbxrelay.writer.LocalCodec;
 import io.mbxrelay.store.PushOutcome;
-import io.mbxrelay.store.StoreClient;
+import io.mbxrelay.writer.StoreClient;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.store.sqlite.SqliteRelayStore;
 import io.mbxrelay.testing.Envelopes;
@@ -117,7 +117,7 @@ class StoreWriterVerticleTest {
     SqliteRelayStore store = open();
     enrolBoth(store);
     List<Integer> sizes = new CopyOnWriteArrayList<>();
-    StoreWriterVerticle w = new StoreWriterVerticle(store, 3, 1_000_000, 1L << 30, 0, plenty(), Runnable::run,
+    StoreWriterVerticle w = new StoreWriterVerticle(store, 3, 1_000_000, 1L << 30, 0, plenty(), Runnable::run, ItemsCommitted.NONE,
         (commands, nanos, failure) -> sizes.add(commands.size()));
     String id = deploy(w);
     StoreClient client = new StoreClient(vertx, 10_000);
@@ -135,12 +135,36 @@ class StoreWriterVerticleTest {
   }
 
   @Test
+  void a_transaction_takes_commands_up_to_its_byte_bound_and_always_at_least_one() throws Exception {
+    SqliteRelayStore store = open();
+    enrolBoth(store);
+    long oneItem = push("probe-size").weightBytes();
+    List<Integer> sizes = new CopyOnWriteArrayList<>();
+    // room for two items' wire bytes per transaction; a single command larger than the bound still runs alone
+    StoreWriterVerticle w = new StoreWriterVerticle(store, 1024, 1_000_000, 2 * oneItem, 0, plenty(), Runnable::run,
+        ItemsCommitted.NONE, (commands, nanos, failure) -> sizes.add(commands.size()));
+    String id = deploy(w);
+    StoreClient client = new StoreClient(vertx, 10_000);
+    List<Future<PushOutcome>> answers = new ArrayList<>();
+    for (int i = 0; i < 30; i++) {
+      answers.add(client.send(push("bytes-" + i)));
+    }
+    for (Future<PushOutcome> f : answers) {
+      assertThat(await(f)).isInstanceOf(PushOutcome.Stored.class);
+    }
+    await(vertx.undeploy(id));
+    assertThat(sizes).allSatisfy(n -> assertThat(n).isBetween(1, 2));
+    assertThat(sizes.stream().mapToInt(Integer::intValue).sum()).isEqualTo(30);
+    assertThat(storedIds()).hasSize(30);
+  }
+
+  @Test
   void under_the_free_space_floor_pushes_are_refused_and_other_commands_still_commit() throws Exception {
     SqliteRelayStore store = open();
     enrolBoth(store);
     AtomicLong free = new AtomicLong(1L << 20); // 1 MiB free, floor 64 MiB
     DiskSpace disk = new DiskSpace(free::get, System::nanoTime, 64L << 20);
-    StoreWriterVerticle w = new StoreWriterVerticle(store, 64, 1_000_000, 1L << 30, 0, disk, Runnable::run,
+    StoreWriterVerticle w = new StoreWriterVerticle(store, 64, 1_000_000, 1L << 30, 0, disk, Runnable::run, ItemsCommitted.NONE,
         (commands, nanos, failure) -> {});
     String id = deploy(w);
     StoreClient client = new StoreClient(vertx, 10_000);
@@ -159,7 +183,7 @@ class StoreWriterVerticleTest {
     SqliteRelayStore store = open();
     enrolBoth(store);
     List<Runnable> held = new CopyOnWriteArrayList<>();
-    StoreWriterVerticle w = new StoreWriterVerticle(store, 64, 1_000_000, 1L << 30, 0, plenty(), held::add,
+    StoreWriterVerticle w = new StoreWriterVerticle(store, 64, 1_000_000, 1L << 30, 0, plenty(), held::add, ItemsCommitted.NONE,
         (commands, nanos, failure) -> {});
     String id = deploy(w);
     Future<PushOutcome> answer = new StoreClient(vertx, 10_000).send(push("held"));
@@ -183,6 +207,24 @@ class StoreWriterVerticleTest {
   }
 
   @Test
+  void a_commit_that_stored_items_signals_their_targets_before_its_answers_leave() throws Exception {
+    SqliteRelayStore store = open();
+    enrolBoth(store);
+    List<String> events = new CopyOnWriteArrayList<>();
+    StoreWriterVerticle w = new StoreWriterVerticle(store, 64, 1_000_000, 1L << 30, 0, plenty(), answers -> {
+      events.add("answers");
+      answers.run();
+    }, targets -> events.add("committed " + targets), (commands, nanos, failure) -> {});
+    String id = deploy(w);
+    StoreClient client = new StoreClient(vertx, 10_000);
+    assertThat(await(client.send(push("signalled")))).isInstanceOf(PushOutcome.Stored.class);
+    String fourth = Ed25519KeyPair.generate().publicKeyB64();
+    await(client.send(new StoreCommand.Enrol("v", fourth, "", null, null))); // stores no item: no signal
+    await(vertx.undeploy(id));
+    assertThat(events).containsExactly("committed [" + target + "]", "answers", "answers");
+  }
+
+  @Test
   void a_stop_under_load_answers_every_command_and_leaves_no_task_for_the_closed_pool() throws Exception {
     Set<String> answeredStored = new HashSet<>();
     int rounds = 25;
@@ -192,7 +234,7 @@ class StoreWriterVerticleTest {
         enrolBoth(store);
       }
       // a commit delay: a drain waits on a timer, the task most likely to be left queued at stop
-      StoreWriterVerticle w = new StoreWriterVerticle(store, 8, 1_000_000, 1L << 30, 1, plenty(), Runnable::run,
+      StoreWriterVerticle w = new StoreWriterVerticle(store, 8, 1_000_000, 1L << 30, 1, plenty(), Runnable::run, ItemsCommitted.NONE,
           (commands, nanos, failure) -> {});
       String id = deploy(w);
       StoreClient client = new StoreClient(vertx, 20_000);

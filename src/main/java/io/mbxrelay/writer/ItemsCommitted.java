@@ -1,0 +1,24 @@
+package io.mbxrelay.writer;
+
+import java.util.Set;
+
+/**
+ * The writer's signal that a transaction stored items: implemented by whoever waits for new items (the HTTP side's
+ * long-poll waiters, {@code http.PullWaiters}) and given to {@link StoreWriterVerticle}, which installs it on its store.
+ * The writer knows no HTTP class; the HTTP side knows no writer thread.
+ *
+ * <p>Threading: called on the writer thread right after the COMMIT, before that transaction's answers are sent; must
+ * not block (hand work to an event loop).
+ */
+@FunctionalInterface
+public interface ItemsCommitted {
+  /** Signals nothing: for a writer nobody waits on (the CLI, tests). */
+  ItemsCommitted NONE = targets -> {};
+
+  /**
+   * @param targets public keys (base64) of the hosts that received items in the committed transaction; unmodifiable.
+   *     A target may be named when a command of the transaction that was rolled back had stored for it: waiters
+   *     re-read.
+   */
+  void itemsCommitted(Set<String> targets);
+}
