@@ -13,9 +13,11 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
- * The package rules of docs/architecture.md "Store: ledger and backends", read from the sources: {@code http} does
- * not reach into {@code server} (no package cycle), and the backend-neutral {@code store} package (the ledger, the
- * backend interfaces, commands and records) names no SQL and no backend.
+ * The package rules of docs/architecture.md "Packages", read from the sources: {@code http} does not reach into
+ * {@code server} and nothing but {@code cli} names {@code server}; the backend-neutral {@code store} package (the
+ * ledger, commands) and its {@code spi}, {@code model} and {@code guard} name no SQL and no backend; the backends do
+ * not import each other (the one cross-backend step, {@code store.migrate}, may name two); {@code wire} imports no
+ * higher layer.
  */
 class PackageRulesTest {
   private static final Path MAIN = Path.of("src/main/java/io/mbxrelay");
@@ -65,5 +67,61 @@ class PackageRulesTest {
             .filteredOn(r -> r.contains("io.mbxrelay.writer.")).isEmpty();
       }
     }
+  }
+
+  /** Every {@code io.mbxrelay.*} reference of every source file under {@code root} (all subpackages), with its file. */
+  private static List<String> referencesUnder(Path root) throws IOException {
+    List<String> out = new ArrayList<>();
+    try (Stream<Path> dirs = Files.walk(root)) {
+      for (Path d : dirs.filter(Files::isDirectory).sorted().toList()) {
+        for (String r : references(d, NAMED)) {
+          out.add(root.relativize(d) + "/" + r);
+        }
+      }
+    }
+    return out;
+  }
+
+  @Test
+  void nothing_but_cli_names_server() throws IOException {
+    for (String pkg : List.of("auth", "budget", "config", "http", "metrics", "store", "writer")) {
+      assertThat(referencesUnder(MAIN.resolve(pkg))).as(pkg)
+          .filteredOn(r -> r.contains("io.mbxrelay.server.")).isEmpty();
+    }
+  }
+
+  @Test
+  void the_store_backends_do_not_import_each_other() throws IOException {
+    List<String> backends = List.of("sqlite", "postgres", "memory");
+    for (String b : backends) {
+      List<String> refs = referencesUnder(MAIN.resolve("store").resolve(b));
+      assertThat(refs).as(b).anyMatch(r -> r.contains("io.mbxrelay.store.")); // the scan sees the references
+      for (String other : backends) {
+        if (!other.equals(b)) {
+          assertThat(refs).as(b + " names " + other)
+              .filteredOn(r -> r.contains("io.mbxrelay.store." + other + ".")).isEmpty();
+        }
+      }
+    }
+  }
+
+  @Test
+  void the_store_model_spi_and_guard_name_no_backend_and_no_rules() throws IOException {
+    for (String pkg : List.of("store/model", "store/spi", "store/guard")) {
+      List<String> refs = references(MAIN.resolve(pkg), NAMED);
+      assertThat(refs).as(pkg)
+          .filteredOn(r -> r.matches(".*io\\.mbxrelay\\.store\\.(sqlite|postgres|memory|jdbc)\\..*")).isEmpty();
+      assertThat(refs).as(pkg)
+          .filteredOn(r -> r.matches(".*io\\.mbxrelay\\.(server|http|cli|writer|auth)\\..*")).isEmpty();
+    }
+  }
+
+  @Test
+  void wire_names_no_higher_layer_and_crypto_names_only_wire() throws IOException {
+    Path hostMain = Path.of("mbxrelay-host/src/main/java/io/mbxrelay");
+    List<String> wire = references(hostMain.resolve("wire"), NAMED);
+    assertThat(wire).filteredOn(r -> !r.contains("io.mbxrelay.wire.")).isEmpty();
+    List<String> crypto = references(hostMain.resolve("crypto"), NAMED);
+    assertThat(crypto).filteredOn(r -> !r.matches(".*io\\.mbxrelay\\.(wire|crypto)\\..*")).isEmpty();
   }
 }

@@ -2,8 +2,8 @@ package io.mbxrelay.cli;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.mbxrelay.store.DenyKey;
-import io.mbxrelay.store.DenyOutcome;
+import io.mbxrelay.store.model.DenyKey;
+import io.mbxrelay.store.model.DenyOutcome;
 import io.mbxrelay.store.StoreException;
 import io.mbxrelay.store.sqlite.DenyListFile;
 import io.mbxrelay.wire.IsoTime;

@@ -2,7 +2,7 @@ package io.mbxrelay.cli;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.crypto.RelayKeys;
-import io.mbxrelay.store.postgres.PgMigration;
+import io.mbxrelay.store.migrate.SqliteToPostgres;
 import io.mbxrelay.store.postgres.PgStore;
 import java.nio.file.Path;
 import java.util.Map;
@@ -62,14 +62,14 @@ public final class MigrateStoreCommand implements Callable<Integer> {
     }
     PgStore.Settings target = new PgStore.Settings(url, env.getOrDefault("MBX_RELAY_STORE_USER", ""), password, 2);
     try {
-      ObjectNode r = PgMigration.migrate(Path.of(from.substring("sqlite:".length())), target,
+      ObjectNode r = SqliteToPostgres.migrate(Path.of(from.substring("sqlite:".length())), target,
           env.get(RelayKeys.ENV), System.currentTimeMillis());
       return OpsCommands.print(r, "migrated to " + r.get("to").asText() + ": " + r.get("rows").get("enrolments")
           + " enrolments, " + r.get("rows").get("items") + " queued items, " + r.get("rows").get("dedup")
           + " dedup rows; epoch " + r.get("epoch").asText() + " kept. Start the relay(s) with"
           + " MBX_RELAY_STORE_BACKEND=postgresql MBX_RELAY_STORE_URL=" + r.get("to").asText()
           + " and keep the old store directory until they serve");
-    } catch (PgMigration.Refused e) {
+    } catch (SqliteToPostgres.Refused e) {
       System.err.println("[mbxrelay] migrate-store refused: " + e.getMessage());
       return 1;
     }

@@ -264,7 +264,7 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    * @param sweepMaxBatches most sweep transactions per run
    * @param maxClockStepMs largest wall-clock step (either way, against the monotonic clock and the store's clock
    *     watermark) taken as time passing; a larger one pauses expiry and dedup pruning (issue 10 item 7,
-   *     {@code io.mbxrelay.store.ClockGuard})
+   *     {@code io.mbxrelay.store.guard.ClockGuard})
    */
   public record Timers(long heartbeatMs, long heartbeatStaleMs, long sweepIntervalMs, int sweepBatchRows, int sweepMaxBatches,
       long maxClockStepMs) {}

@@ -7,7 +7,7 @@ import io.mbxrelay.crypto.Ed25519;
 import io.mbxrelay.crypto.HopText;
 import io.mbxrelay.metrics.HopFailure;
 import io.mbxrelay.metrics.RateLimitedLogger;
-import io.mbxrelay.store.Enrolment;
+import io.mbxrelay.store.model.Enrolment;
 import io.mbxrelay.wire.Json;
 import io.mbxrelay.wire.KeySpelling;
 import io.vertx.core.Future;
@@ -158,7 +158,7 @@ final class HopAuthHandler implements Handler<RoutingContext> {
         long waitMs = s.pushRate().msUntilAllowed(candidates.get(0).hostPubkey(), now());
         if (waitMs > 0) {
           // counted once per refused request: its items were not read
-          s.metrics().itemRejected(io.mbxrelay.store.RejectReason.RATE);
+          s.metrics().itemRejected(io.mbxrelay.store.model.RejectReason.RATE);
           long retryAfterS = Math.max(1, (waitMs + 999) / 1000);
           String text = "push rate exceeded (" + limits.pushRequestsPerMinute() + "/min)";
           return v2 ? new Refusal(429, new RelayError(429, text, null).body(), retryAfterS)

@@ -5,7 +5,7 @@ import static io.mbxrelay.http.HttpAnswers.ok;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.config.RelayConfig;
-import io.mbxrelay.store.Enrolment;
+import io.mbxrelay.store.model.Enrolment;
 import io.mbxrelay.wire.Json;
 import io.vertx.core.Future;
 import io.vertx.ext.web.RoutingContext;
@@ -66,7 +66,7 @@ final class InfoRoute {
     }).onSuccess(body -> ok(ctx, body)).onFailure(ctx::fail);
   }
 
-  private static JsonNode encAdSummary(io.mbxrelay.store.HostState y) {
+  private static JsonNode encAdSummary(io.mbxrelay.store.model.HostState y) {
     if (y.v1EncPub() == null && y.v2Record() == null) {
       return Json.MAPPER.nullNode();
     }

@@ -7,12 +7,13 @@ import static io.mbxrelay.http.HttpAnswers.ok;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.mbxrelay.crypto.Ed25519;
 import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.metrics.Outcome;
 import io.mbxrelay.metrics.RateLimitedLogger;
-import io.mbxrelay.store.AckOutcome;
-import io.mbxrelay.store.Enrolment;
-import io.mbxrelay.store.PushOutcome;
+import io.mbxrelay.store.model.AckOutcome;
+import io.mbxrelay.store.model.Enrolment;
+import io.mbxrelay.store.model.PushOutcome;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.wire.AcceptReceipt;
 import io.mbxrelay.wire.B64;
@@ -61,9 +62,9 @@ final class ItemRoutes {
    * One pushed item after the checks that need no store (docs/protocol.md §3 push v2 steps 1–5 as far as the request alone
    * decides them): either refused already ({@code early} set) or a {@link StoreCommand.Push} for the writer.
    */
-  private record PreparedItem(String echoId, io.mbxrelay.store.RejectReason.Rejection early, StoreCommand.Push push,
+  private record PreparedItem(String echoId, io.mbxrelay.store.model.RejectReason.Rejection early, StoreCommand.Push push,
       List<String> keysAsSent) {
-    PreparedItem(String echoId, io.mbxrelay.store.RejectReason.Rejection early, StoreCommand.Push push) {
+    PreparedItem(String echoId, io.mbxrelay.store.model.RejectReason.Rejection early, StoreCommand.Push push) {
       this(echoId, early, push, null);
     }
   }
@@ -144,25 +145,25 @@ final class ItemRoutes {
     answer(ctx, 200, out.toString());
   }
 
-  private static io.mbxrelay.store.RejectReason.Rejection early(io.mbxrelay.store.RejectReason reason) {
-    return new io.mbxrelay.store.RejectReason.Rejection(reason, null);
+  private static io.mbxrelay.store.model.RejectReason.Rejection early(io.mbxrelay.store.model.RejectReason reason) {
+    return new io.mbxrelay.store.model.RejectReason.Rejection(reason, null);
   }
 
   private PreparedItem prepare(Enrolment caller, PushBody.Item item, boolean withinRate) {
     String echoId = item.itemId() != null ? item.itemId() : "";
     if (!withinRate) {
-      return new PreparedItem(echoId, early(io.mbxrelay.store.RejectReason.RATE), null);
+      return new PreparedItem(echoId, early(io.mbxrelay.store.model.RejectReason.RATE), null);
     }
     if (item.itemId() == null || echoId.isEmpty() || echoId.length() > 300) {
-      return new PreparedItem(echoId, early(io.mbxrelay.store.RejectReason.BAD_ITEM_ID), null);
+      return new PreparedItem(echoId, early(io.mbxrelay.store.model.RejectReason.BAD_ITEM_ID), null);
     }
     String kind = item.kind() != null ? item.kind() : "";
     if (!kind.equals("envelope") && !kind.equals("receipt")) {
-      return new PreparedItem(echoId, early(io.mbxrelay.store.RejectReason.BAD_KIND), null);
+      return new PreparedItem(echoId, early(io.mbxrelay.store.model.RejectReason.BAD_KIND), null);
     }
     List<PushBody.Target> targets = item.targets();
     if (targets == null || targets.isEmpty() || targets.size() > limits.maxTargets()) {
-      return new PreparedItem(echoId, early(io.mbxrelay.store.RejectReason.BAD_TARGETS), null);
+      return new PreparedItem(echoId, early(io.mbxrelay.store.model.RejectReason.BAD_TARGETS), null);
     }
     List<StoreCommand.Target> list = new ArrayList<>(targets.size());
     Set<String> seen = targets.size() == 1 ? null : new HashSet<>();
@@ -181,20 +182,21 @@ final class ItemRoutes {
       if (keysAsSent != null) {
         keysAsSent.add(sent);
       }
-      io.mbxrelay.store.RejectReason.Rejection failure = null;
+      io.mbxrelay.store.model.RejectReason.Rejection failure = null;
       byte[] wire = null;
       String hash = null;
       if (seen != null && !seen.add(key)) {
-        failure = early(io.mbxrelay.store.RejectReason.DUPLICATE_TARGET);
+        failure = early(io.mbxrelay.store.model.RejectReason.DUPLICATE_TARGET);
       } else {
         Optional<byte[]> decoded = t.wire() == null ? Optional.empty() : t.wire().decode();
         if (decoded.isEmpty()) {
-          failure = early(io.mbxrelay.store.RejectReason.BAD_WIRE);
+          failure = early(io.mbxrelay.store.model.RejectReason.BAD_WIRE);
         } else if (decoded.get().length > limits.maxItemBytes()) {
-          failure = early(io.mbxrelay.store.RejectReason.SIZE);
+          failure = early(io.mbxrelay.store.model.RejectReason.SIZE);
         } else {
           wire = decoded.get();
-          failure = WireCheck.check(kind, echoId, wire, caller.hostPubkey()).map(io.mbxrelay.store.RejectReason::parse)
+          failure = WireCheck.check(kind, echoId, wire, caller.hostPubkey(), Ed25519::verify)
+              .map(io.mbxrelay.store.model.RejectReason::parse)
               .orElse(null);
           hash = failure == null ? Hashes.sha256Hex(wire) : null;
           if (failure != null) {
@@ -342,7 +344,7 @@ final class ItemRoutes {
           }
           return;
         }
-        io.mbxrelay.store.Page page = ar.result();
+        io.mbxrelay.store.model.Page page = ar.result();
         long held = page.wireBytes(); // held in the budget by the read; released when the answer is done
         if (done) {
           s.pageBudget().release(client, held);
@@ -385,7 +387,7 @@ final class ItemRoutes {
    * closed; a page that makes no progress for {@code http.pageStallMs} is cut (connection closed) and its bytes given
    * back.
    */
-  private void writePage(RoutingContext ctx, io.mbxrelay.store.Page page, long after, String client, long held) {
+  private void writePage(RoutingContext ctx, io.mbxrelay.store.model.Page page, long after, String client, long held) {
     if (ctx.response().ended() || ctx.response().closed()) {
       s.pageBudget().release(client, held);
       return; // the client went away; nothing was acked, so nothing is lost

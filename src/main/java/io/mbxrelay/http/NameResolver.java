@@ -1,7 +1,7 @@
 package io.mbxrelay.http;
 
-import io.mbxrelay.store.RelayReads;
-import io.mbxrelay.store.Enrolment;
+import io.mbxrelay.store.spi.RelayReads;
+import io.mbxrelay.store.model.Enrolment;
 import io.vertx.core.Future;
 import java.util.List;
 

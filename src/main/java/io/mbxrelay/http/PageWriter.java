@@ -1,7 +1,7 @@
 package io.mbxrelay.http;
 
-import io.mbxrelay.store.Page;
-import io.mbxrelay.store.PulledItem;
+import io.mbxrelay.store.model.Page;
+import io.mbxrelay.store.model.PulledItem;
 import io.mbxrelay.wire.Json;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;

@@ -39,7 +39,7 @@ public record RelayServices(
     Ed25519KeyPair relayKey,
     String epoch,
     String version,
-    io.mbxrelay.store.RelayReads reads,
+    io.mbxrelay.store.spi.RelayReads reads,
     io.mbxrelay.store.EnrolmentCache enrolments,
     StoreClient writes,
     ChallengeStore challenges,

@@ -3,11 +3,10 @@ package io.mbxrelay.http;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.crypto.Ed25519;
-import io.mbxrelay.http.RelayServices;
-import io.mbxrelay.store.DenyKey;
-import io.mbxrelay.store.Enrolment;
-import io.mbxrelay.store.RotateOutcome;
-import io.mbxrelay.store.SendersOutcome;
+import io.mbxrelay.store.model.DenyKey;
+import io.mbxrelay.store.model.Enrolment;
+import io.mbxrelay.store.model.RotateOutcome;
+import io.mbxrelay.store.model.SendersOutcome;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.wire.B64;
 import io.mbxrelay.wire.CanonicalJson;
@@ -224,13 +223,13 @@ final class TrustRoutes {
     } else {
       key = Future.succeededFuture(Optional.empty());
     }
-    key.compose(k -> k.isEmpty() ? Future.succeededFuture(Optional.<io.mbxrelay.store.EncAds>empty()) : s.reads().encAds(k.get()))
+    key.compose(k -> k.isEmpty() ? Future.succeededFuture(Optional.<io.mbxrelay.store.model.EncAds>empty()) : s.reads().encAds(k.get()))
         .onSuccess(found -> {
           if (found.isEmpty() || (found.get().v1EncPub() == null && found.get().v2Record() == null)) {
             ctx.fail(UNKNOWN_HOST);
             return;
           }
-          io.mbxrelay.store.EncAds a = found.get();
+          io.mbxrelay.store.model.EncAds a = found.get();
           JsonNode rec = null;
           if (a.v2Record() != null) {
             try {
@@ -345,7 +344,7 @@ final class TrustRoutes {
       s.reads().denyList().onSuccess(list -> {
         ObjectNode out = Json.MAPPER.createObjectNode();
         var arr = out.putArray("entries");
-        for (io.mbxrelay.store.DenyEntry d : list) {
+        for (io.mbxrelay.store.model.DenyEntry d : list) {
           arr.addObject().put("kind", d.kind()).put("value", d.value()).put("note", d.note())
               .put("added_at", d.addedAt());
         }

@@ -3,8 +3,7 @@ package io.mbxrelay.http;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.mbxrelay.http.RelayServices;
-import io.mbxrelay.store.Enrolment;
+import io.mbxrelay.store.model.Enrolment;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.wire.EnvelopeCheck;
 import io.mbxrelay.wire.Hashes;
@@ -151,7 +150,7 @@ final class V1Routes {
           ObjectNode out = Json.MAPPER.createObjectNode();
           ArrayNode items = out.putArray("items");
           long last = after;
-          for (io.mbxrelay.store.PulledItem it : page.items()) {
+          for (io.mbxrelay.store.model.PulledItem it : page.items()) {
             last = it.seq();
             if (!it.kind().equals("envelope")) {
               continue; // receipts and notices are v2 only; the cursor still covers them

@@ -5,7 +5,7 @@ import java.util.Locale;
 /**
  * Bounded reason class of a rejected push item, the {@code reason} label of {@link RelayMetrics#ITEMS_REJECTED}. The
  * wire texts (docs/protocol.md §3 push v2, "rejected:&lt;why&gt;") carry host names and free text, so they never become label
- * values; each typed reason ({@link io.mbxrelay.store.RejectReason}) names one of these fixed classes ({@link #of}).
+ * values; each typed reason ({@link io.mbxrelay.store.model.RejectReason}) names one of these fixed classes ({@link #of}).
  */
 public enum RejectReason {
   /** {@code rate}: the sender's push window is exhausted. */
@@ -39,13 +39,13 @@ public enum RejectReason {
   }
 
   /**
-   * The class of a typed reject reason (its {@link io.mbxrelay.store.RejectReason#metricLabel()}). Pure; safe on any
+   * The class of a typed reject reason (its {@link io.mbxrelay.store.model.RejectReason#metricLabel()}). Pure; safe on any
    * thread.
    *
    * @param reason the ledger's or the edge's reason
    * @return its class
    */
-  public static RejectReason of(io.mbxrelay.store.RejectReason reason) {
+  public static RejectReason of(io.mbxrelay.store.model.RejectReason reason) {
     return valueOf(reason.metricLabel().toUpperCase(Locale.ROOT));
   }
 }

@@ -427,7 +427,7 @@ public final class RelayMetrics implements AutoCloseable {
    *
    * @param reason the ledger's or the edge's reason
    */
-  public void itemRejected(io.mbxrelay.store.RejectReason reason) {
+  public void itemRejected(io.mbxrelay.store.model.RejectReason reason) {
     itemRejected(RejectReason.of(reason));
   }
 
@@ -557,7 +557,7 @@ public final class RelayMetrics implements AutoCloseable {
    *
    * @param status the guard's status
    */
-  public void bindClock(java.util.function.Supplier<io.mbxrelay.store.ClockGuard.Status> status) {
+  public void bindClock(java.util.function.Supplier<io.mbxrelay.store.guard.ClockGuard.Status> status) {
     this.clockStatus = Objects.requireNonNull(status);
     Gauge.builder(CLOCK_PAUSED, this, m -> m.clockStatus.get().paused() ? 1 : 0)
         .description("1 while expiry and dedup pruning are paused after a wall-clock step").register(registry);
@@ -567,7 +567,7 @@ public final class RelayMetrics implements AutoCloseable {
         .description("wall-clock steps beyond timers.maxClockStepMs detected").register(registry);
   }
 
-  private java.util.function.Supplier<io.mbxrelay.store.ClockGuard.Status> clockStatus;
+  private java.util.function.Supplier<io.mbxrelay.store.guard.ClockGuard.Status> clockStatus;
 
   /**
    * Binds the readiness gauge.
@@ -750,7 +750,7 @@ public final class RelayMetrics implements AutoCloseable {
     lastJwksRefresh = new JwksRefreshRecord(System.currentTimeMillis(), ok);
   }
 
-  private io.mbxrelay.store.DiskSpace disk;
+  private io.mbxrelay.store.guard.DiskSpace disk;
   private LongSupplier diskRefusals;
   private LongSupplier watermarkLag;
   private final Counter watermarkFailures;
@@ -761,7 +761,7 @@ public final class RelayMetrics implements AutoCloseable {
    * @param disk the free-space guard (its readings are cached; a scrape reads the file system at most once a second)
    * @param refusals push requests refused by the floor since start
    */
-  public void bindDisk(io.mbxrelay.store.DiskSpace disk, LongSupplier refusals) {
+  public void bindDisk(io.mbxrelay.store.guard.DiskSpace disk, LongSupplier refusals) {
     this.disk = Objects.requireNonNull(disk);
     this.diskRefusals = Objects.requireNonNull(refusals);
     Gauge.builder(STORE_FREE_BYTES, this, m -> {

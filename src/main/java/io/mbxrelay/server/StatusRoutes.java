@@ -6,8 +6,8 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.metrics.HistogramWindow;
 import io.mbxrelay.metrics.RelayMetrics;
-import io.mbxrelay.store.ClockGuard;
-import io.mbxrelay.store.DiskSpace;
+import io.mbxrelay.store.guard.ClockGuard;
+import io.mbxrelay.store.guard.DiskSpace;
 import io.mbxrelay.wire.IsoTime;
 import io.mbxrelay.wire.Json;
 import io.vertx.core.Future;
@@ -142,7 +142,7 @@ final class StatusRoutes {
       return new Blocking(metrics.storeFileBytes(), metrics.storeWalBytes(), free, disk.full(), failing.get(),
           commits.quantile(0.99));
     }, false);
-    Future<io.mbxrelay.store.QueueStats> queue = services.reads().queueStats();
+    Future<io.mbxrelay.store.model.QueueStats> queue = services.reads().queueStats();
     return Future.join(blocking, queue).transform(ar -> {
       if (blocking.failed()) {
         return Future.failedFuture(blocking.cause());
@@ -151,7 +151,7 @@ final class StatusRoutes {
     });
   }
 
-  private ObjectNode body(Blocking b, io.mbxrelay.store.QueueStats queue) {
+  private ObjectNode body(Blocking b, io.mbxrelay.store.model.QueueStats queue) {
     long now = services.clock().millis();
     ObjectNode o = Json.MAPPER.createObjectNode();
     o.put("server", "mbxrelay");

@@ -1,5 +1,6 @@
 package io.mbxrelay.store;
 
+import io.mbxrelay.store.model.Enrolment;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;

@@ -1,5 +1,18 @@
 package io.mbxrelay.store;
 
+import io.mbxrelay.store.model.AckOutcome;
+import io.mbxrelay.store.model.DedupRow;
+import io.mbxrelay.store.model.DenyKey;
+import io.mbxrelay.store.model.DenyOutcome;
+import io.mbxrelay.store.model.EnrolOutcome;
+import io.mbxrelay.store.model.Enrolment;
+import io.mbxrelay.store.model.ItemRow;
+import io.mbxrelay.store.model.PushOutcome;
+import io.mbxrelay.store.model.RejectReason;
+import io.mbxrelay.store.model.RotateOutcome;
+import io.mbxrelay.store.model.SendersOutcome;
+import io.mbxrelay.store.model.SweepCounts;
+import io.mbxrelay.store.spi.LedgerBackend;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.crypto.Fingerprint;

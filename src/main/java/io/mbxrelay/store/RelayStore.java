@@ -1,5 +1,6 @@
 package io.mbxrelay.store;
 
+import io.mbxrelay.store.model.Enrolment;
 import java.util.List;
 import java.util.Optional;
 

@@ -1,5 +1,13 @@
 package io.mbxrelay.store;
 
+import io.mbxrelay.store.model.AckOutcome;
+import io.mbxrelay.store.model.DenyOutcome;
+import io.mbxrelay.store.model.EnrolOutcome;
+import io.mbxrelay.store.model.PushOutcome;
+import io.mbxrelay.store.model.RejectReason;
+import io.mbxrelay.store.model.RotateOutcome;
+import io.mbxrelay.store.model.SendersOutcome;
+import io.mbxrelay.store.model.SweepCounts;
 import java.util.List;
 import java.util.Objects;
 import java.util.OptionalLong;

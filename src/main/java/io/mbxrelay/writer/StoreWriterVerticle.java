@@ -1,10 +1,7 @@
 package io.mbxrelay.writer;
 
-import io.mbxrelay.writer.StoreClient;
-import io.mbxrelay.writer.Addresses;
-import io.mbxrelay.writer.LocalCodec;
 import io.mbxrelay.metrics.RateLimitedLogger;
-import io.mbxrelay.store.DiskSpace;
+import io.mbxrelay.store.guard.DiskSpace;
 import io.mbxrelay.store.RelayStore;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.store.StoreException;

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.mbxrelay.server.AdminVerticle;
 import io.mbxrelay.server.RelayServer;
-import io.mbxrelay.http.RelayServices;
 import io.mbxrelay.testing.RelayHarness;
 import io.vertx.core.Context;
 import io.vertx.core.Future;

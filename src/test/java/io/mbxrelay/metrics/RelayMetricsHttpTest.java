@@ -104,7 +104,7 @@ class RelayMetricsHttpTest {
     TestHost a = host("l-alpha");
     host("l-beta");
     assertThat(Scrape.of(relay.adminUrl()).value("mbxrelay_enrolments_live")).isEqualTo(before + 2);
-    io.mbxrelay.store.DenyOutcome d = relay.server.writes()
+    io.mbxrelay.store.model.DenyOutcome d = relay.server.writes()
         .send(new io.mbxrelay.store.StoreCommand.Deny("host_fp", a.key.fingerprint(), "test"))
         .toCompletionStage().toCompletableFuture().get(10, java.util.concurrent.TimeUnit.SECONDS);
     assertThat(d.revoked()).isEqualTo(1);

@@ -123,9 +123,9 @@ class RelayMetricsTest {
         "item id is not the receipt id", RejectReason.RECEIPT, "receipt is not signed by the sending host",
         RejectReason.RECEIPT, "quota:owner queue bytes exceeded for some-host", RejectReason.QUOTA,
         "bad envelope: no body", RejectReason.ENVELOPE);
-    expected.forEach((text, cls) -> assertThat(RejectReason.of(io.mbxrelay.store.RejectReason.parse(text).reason()))
+    expected.forEach((text, cls) -> assertThat(RejectReason.of(io.mbxrelay.store.model.RejectReason.parse(text).reason()))
         .as(text).isEqualTo(cls));
-    for (io.mbxrelay.store.RejectReason r : io.mbxrelay.store.RejectReason.values()) {
+    for (io.mbxrelay.store.model.RejectReason r : io.mbxrelay.store.model.RejectReason.values()) {
       assertThat(RejectReason.of(r)).as(r.name()).isNotEqualTo(RejectReason.OTHER);
     }
   }

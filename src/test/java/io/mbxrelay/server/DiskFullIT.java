@@ -145,7 +145,7 @@ class DiskFullIT {
         // ballast another process wrote is seen at the next reading. Pushing at once could fill the 3 MiB left
         // within that second (a 12 KB single-item transaction writes ~96 KB of 8 KiB WAL frames), which is the
         // floor-off case below, not this one.
-        Thread.sleep(io.mbxrelay.store.DiskSpace.REFRESH_MS + 200);
+        Thread.sleep(io.mbxrelay.store.guard.DiskSpace.REFRESH_MS + 200);
         Run run = pushUntilRefused(relay, target, senders, 5);
         Set<Integer> statuses = new java.util.HashSet<>();
         run.answers.values().forEach(a -> statuses.add(a.status()));

@@ -1,5 +1,6 @@
 package io.mbxrelay.store;
 
+import io.mbxrelay.store.model.Enrolment;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.List;

@@ -1,5 +1,22 @@
 package io.mbxrelay.store;
 
+import io.mbxrelay.store.model.AckOutcome;
+import io.mbxrelay.store.model.DenyEntry;
+import io.mbxrelay.store.model.DenyKey;
+import io.mbxrelay.store.model.DenyOutcome;
+import io.mbxrelay.store.model.EncAds;
+import io.mbxrelay.store.model.EnrolOutcome;
+import io.mbxrelay.store.model.Enrolment;
+import io.mbxrelay.store.model.HostState;
+import io.mbxrelay.store.model.Page;
+import io.mbxrelay.store.model.PulledItem;
+import io.mbxrelay.store.model.PushOutcome;
+import io.mbxrelay.store.model.QueueStats;
+import io.mbxrelay.store.model.RejectReason;
+import io.mbxrelay.store.model.RotateOutcome;
+import io.mbxrelay.store.model.SendersOutcome;
+import io.mbxrelay.store.model.SweepCounts;
+import io.mbxrelay.store.spi.RelayReads;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

@@ -1,6 +1,6 @@
 package io.mbxrelay.testing;
 
-import io.mbxrelay.store.ClockGuard;
+import io.mbxrelay.store.guard.ClockGuard;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;

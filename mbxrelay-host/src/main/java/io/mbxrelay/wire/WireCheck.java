@@ -1,7 +1,6 @@
 package io.mbxrelay.wire;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.mbxrelay.crypto.Ed25519;
 import java.util.Optional;
 
 /**
@@ -16,6 +15,21 @@ public final class WireCheck {
   public static final String RECEIPT = "receipt";
 
   private WireCheck() {}
+
+  /**
+   * Verifies a detached Ed25519 signature; given by the caller ({@code io.mbxrelay.crypto.Ed25519::verify}) so that
+   * {@code wire} names no higher layer. Must return false, never throw, for malformed keys or signatures.
+   */
+  @FunctionalInterface
+  public interface SignatureVerifier {
+    /**
+     * @param pubkeyB64 the signer's raw 32-byte public key, standard base64
+     * @param message the signed bytes
+     * @param sigB64 the 64-byte signature, standard base64
+     * @return whether the signature is valid for the message under the key
+     */
+    boolean verify(String pubkeyB64, byte[] message, String sigB64);
+  }
 
   /**
    * Checks one item's wire bytes.
@@ -37,9 +51,11 @@ public final class WireCheck {
    * @param itemId the pushed {@code item_id}
    * @param wire the exact decoded wire bytes
    * @param senderPubkeyB64 the pushing (authenticated) host's public key, base64
+   * @param verifier checks a receipt's signature ({@code io.mbxrelay.crypto.Ed25519::verify})
    * @return the reject reason, or empty when the content is acceptable
    */
-  public static Optional<String> check(String kind, String itemId, byte[] wire, String senderPubkeyB64) {
+  public static Optional<String> check(String kind, String itemId, byte[] wire, String senderPubkeyB64,
+      SignatureVerifier verifier) {
     JsonNode v;
     try {
       v = Json.parse(wire);
@@ -68,7 +84,7 @@ public final class WireCheck {
     if (!ReceiptCheck.itemIdFor(rec).equals(itemId)) {
       return Optional.of("item id is not the receipt id");
     }
-    if (!Ed25519.verify(senderPubkeyB64, CanonicalJson.canonicalBytes(rec), sig.textValue())) {
+    if (!verifier.verify(senderPubkeyB64, CanonicalJson.canonicalBytes(rec), sig.textValue())) {
       return Optional.of("receipt is not signed by the sending host");
     }
     return Optional.empty();

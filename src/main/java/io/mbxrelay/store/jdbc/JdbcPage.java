@@ -1,7 +1,7 @@
 package io.mbxrelay.store.jdbc;
 
-import io.mbxrelay.store.Page;
-import io.mbxrelay.store.PulledItem;
+import io.mbxrelay.store.model.Page;
+import io.mbxrelay.store.model.PulledItem;
 import io.mbxrelay.wire.Hashes;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

@@ -1,11 +1,11 @@
 package io.mbxrelay.store.memory;
 
-import io.mbxrelay.store.DedupRow;
-import io.mbxrelay.store.DenyEntry;
-import io.mbxrelay.store.Enrolment;
+import io.mbxrelay.store.model.DedupRow;
+import io.mbxrelay.store.model.DenyEntry;
+import io.mbxrelay.store.model.Enrolment;
 import io.mbxrelay.store.EnrolmentCache;
-import io.mbxrelay.store.ItemRow;
-import io.mbxrelay.store.LedgerBackend;
+import io.mbxrelay.store.model.ItemRow;
+import io.mbxrelay.store.spi.LedgerBackend;
 import io.mbxrelay.store.StoreException;
 import io.mbxrelay.store.memory.MemoryStore.AdV1;
 import io.mbxrelay.store.memory.MemoryStore.AdV2;

@@ -1,16 +1,16 @@
 package io.mbxrelay.store.memory;
 
 import io.mbxrelay.budget.PageBudget;
-import io.mbxrelay.store.DenyEntry;
-import io.mbxrelay.store.EncAds;
-import io.mbxrelay.store.Enrolment;
-import io.mbxrelay.store.HostState;
-import io.mbxrelay.store.ItemRow;
-import io.mbxrelay.store.LedgerBackend.Usage;
-import io.mbxrelay.store.Page;
-import io.mbxrelay.store.PulledItem;
-import io.mbxrelay.store.QueueStats;
-import io.mbxrelay.store.RelayReads;
+import io.mbxrelay.store.model.DenyEntry;
+import io.mbxrelay.store.model.EncAds;
+import io.mbxrelay.store.model.Enrolment;
+import io.mbxrelay.store.model.HostState;
+import io.mbxrelay.store.model.ItemRow;
+import io.mbxrelay.store.spi.LedgerBackend.Usage;
+import io.mbxrelay.store.model.Page;
+import io.mbxrelay.store.model.PulledItem;
+import io.mbxrelay.store.model.QueueStats;
+import io.mbxrelay.store.spi.RelayReads;
 import io.mbxrelay.store.memory.MemoryStore.AdV1;
 import io.mbxrelay.store.memory.MemoryStore.AdV2;
 import io.mbxrelay.store.memory.MemoryStore.ItemKey;

@@ -1,12 +1,12 @@
 package io.mbxrelay.store.memory;
 
 import io.mbxrelay.config.RelayConfig;
-import io.mbxrelay.store.DedupRow;
-import io.mbxrelay.store.DenyEntry;
-import io.mbxrelay.store.Enrolment;
+import io.mbxrelay.store.model.DedupRow;
+import io.mbxrelay.store.model.DenyEntry;
+import io.mbxrelay.store.model.Enrolment;
 import io.mbxrelay.store.EnrolmentCache;
-import io.mbxrelay.store.ItemRow;
-import io.mbxrelay.store.LedgerBackend.Usage;
+import io.mbxrelay.store.model.ItemRow;
+import io.mbxrelay.store.spi.LedgerBackend.Usage;
 import io.mbxrelay.store.RelayLedger;
 import io.mbxrelay.store.StoreException;
 import java.time.Clock;
@@ -26,7 +26,7 @@ import java.util.function.Supplier;
 
 /**
  * A relay store held in plain Java collections (docs/architecture.md "Store: ledger and backends"): the executable
- * reference of the {@link io.mbxrelay.store.LedgerBackend} contract, and the fast backend for tests that do not
+ * reference of the {@link io.mbxrelay.store.spi.LedgerBackend} contract, and the fast backend for tests that do not
  * exercise SQL. It plays the part of the database: writer sessions ({@link #newBackend()}, {@link MemoryLedgerBackend})
  * and reads ({@link MemoryReads}) are opened over one instance, and a test's "restart" opens a new ledger over the same
  * instance, which keeps every row, as a durable store would.

@@ -2,11 +2,11 @@ package io.mbxrelay.store.postgres;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
-import io.mbxrelay.store.DedupRow;
-import io.mbxrelay.store.Enrolment;
+import io.mbxrelay.store.model.DedupRow;
+import io.mbxrelay.store.model.Enrolment;
 import io.mbxrelay.store.EnrolmentCache;
-import io.mbxrelay.store.ItemRow;
-import io.mbxrelay.store.LedgerBackend;
+import io.mbxrelay.store.model.ItemRow;
+import io.mbxrelay.store.spi.LedgerBackend;
 import io.mbxrelay.store.StoreException;
 import io.mbxrelay.wire.Json;
 import io.mbxrelay.wire.KeySpelling;

@@ -32,9 +32,11 @@ public final class PgSchema {
   public static final int VERSION = 1;
 
   /** Advisory lock keys (the first argument of {@code pg_advisory_xact_lock(int, int)}: a namespace of ours). */
-  static final int LOCK_NAMESPACE = 0x6d62_7872; // "mbxr"
+  /** Advisory-lock namespace of the relay's PostgreSQL locks. */
+  public static final int LOCK_NAMESPACE = 0x6d62_7872; // "mbxr"
   /** Schema creation and migration, and the open-time identity checks. */
-  static final int LOCK_OPEN = 1;
+  /** Advisory-lock key held while a store is opened or migrated. */
+  public static final int LOCK_OPEN = 1;
   /** The expiry sweep: one instance sweeps at a time. */
   static final int LOCK_SWEEP = 2;
   /** The heartbeat: one instance writes it per interval. */
@@ -102,7 +104,7 @@ public final class PgSchema {
    * @throws SQLException on failure (nothing of the migration stays)
    * @throws IllegalStateException when the database holds a newer schema than this code knows
    */
-  static int migrate(Connection c) throws SQLException {
+  public static int migrate(Connection c) throws SQLException {
     c.setAutoCommit(false);
     try (Statement st = c.createStatement()) {
       st.execute("SELECT pg_advisory_xact_lock(" + LOCK_NAMESPACE + ", " + LOCK_OPEN + ")");

@@ -7,7 +7,7 @@ import io.agroal.api.security.SimplePassword;
 import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.crypto.RelayKeyException;
 import io.mbxrelay.crypto.RelayKeys;
-import io.mbxrelay.store.Enrolment;
+import io.mbxrelay.store.model.Enrolment;
 import io.mbxrelay.store.EnrolmentCache;
 import io.mbxrelay.store.StoreException;
 import io.mbxrelay.store.StoreOpenException;
@@ -67,7 +67,7 @@ public final class PgStore implements AutoCloseable {
    */
   public record Settings(String url, String user, String password, int poolSize) {
     /** Driver properties for a connection of its own (user, password, durable commits, timeouts). */
-    java.util.Properties properties(String applicationName) {
+    public java.util.Properties properties(String applicationName) {
       java.util.Properties p = new java.util.Properties();
       if (user != null && !user.isEmpty()) {
         p.setProperty("user", user);
@@ -278,7 +278,15 @@ public final class PgStore implements AutoCloseable {
     }
   }
 
-  static void putMeta(Connection c, String k, String v) throws SQLException {
+  /**
+   * Writes one {@code relay_meta} row (insert or overwrite), in the caller's transaction.
+   *
+   * @param c an open connection
+   * @param k the key
+   * @param v the value
+   * @throws SQLException on failure
+   */
+  public static void putMeta(Connection c, String k, String v) throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(
         "INSERT INTO meta(k, v) VALUES(?, ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v")) {
       ps.setString(1, k);

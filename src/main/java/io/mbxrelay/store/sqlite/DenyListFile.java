@@ -1,6 +1,6 @@
 package io.mbxrelay.store.sqlite;
 
-import io.mbxrelay.store.DenyOutcome;
+import io.mbxrelay.store.model.DenyOutcome;
 import io.mbxrelay.store.RelayLedger;
 import io.mbxrelay.store.RelayStore;
 import io.mbxrelay.store.StoreCommand;

@@ -1,10 +1,10 @@
 package io.mbxrelay.store.sqlite;
 
-import io.mbxrelay.store.DedupRow;
-import io.mbxrelay.store.Enrolment;
+import io.mbxrelay.store.model.DedupRow;
+import io.mbxrelay.store.model.Enrolment;
 import io.mbxrelay.store.EnrolmentCache;
-import io.mbxrelay.store.ItemRow;
-import io.mbxrelay.store.LedgerBackend;
+import io.mbxrelay.store.model.ItemRow;
+import io.mbxrelay.store.spi.LedgerBackend;
 import io.mbxrelay.store.RelayStore;
 import io.mbxrelay.store.StoreException;
 import io.mbxrelay.store.StoreOpenException;
@@ -50,7 +50,7 @@ import org.sqlite.SQLiteException;
  */
 public final class SqliteBackend implements LedgerBackend {
   private static final Logger LOG = LoggerFactory.getLogger(SqliteBackend.class);
-  private static final String HOST_FP = io.mbxrelay.store.DenyKey.HOST_FP;
+  private static final String HOST_FP = io.mbxrelay.store.model.DenyKey.HOST_FP;
 
   private final Path file;
   private final Connection conn;
@@ -243,7 +243,7 @@ public final class SqliteBackend implements LedgerBackend {
     }
     StoreIntegrity.requireValidMetadata(conn, file); // a store that will be refused is not copied first
     try {
-      Path backup = SqliteOps.backupBeforeMigration(conn, file.getParent(), v, io.mbxrelay.store.ClockGuard.wallMillis(clock));
+      Path backup = SqliteOps.backupBeforeMigration(conn, file.getParent(), v, io.mbxrelay.store.guard.ClockGuard.wallMillis(clock));
       LOG.warn("store schema version {} will be migrated to {}: a one-way step (the reference relay and older"
           + " binaries refuse version {}); the store as it was is backed up first [backup: {}] (docs/wire-compatibility.md"
           + " \"Rolling back to the reference relay\")", v, RelayStore.SCHEMA_VERSION, RelayStore.SCHEMA_VERSION, backup);
@@ -444,7 +444,7 @@ public final class SqliteBackend implements LedgerBackend {
           } catch (NumberFormatException e) {
             beat = Long.MIN_VALUE;
           }
-          long wallNow = io.mbxrelay.store.ClockGuard.wallMillis(clock); // the outside world's time, not guarded
+          long wallNow = io.mbxrelay.store.guard.ClockGuard.wallMillis(clock); // the outside world's time, not guarded
           if (beat == Long.MIN_VALUE || Math.abs(wallNow - beat) > heartbeatStaleMs) {
             rotatedReason = beat > wallNow ? "heartbeat in the future" : "stale heartbeat";
             previous = meta("epoch").orElseThrow();

@@ -846,7 +846,7 @@ public final class SqliteOps {
   /**
    * The store's clock watermark: its last heartbeat (docs/protocol.md §5 {@code meta.heartbeat}, written with the guarded
    * store clock), read without writing anything (read-only connection, no file created), for the
-   * {@link io.mbxrelay.store.ClockGuard} built before the store opens.
+   * {@link io.mbxrelay.store.guard.ClockGuard} built before the store opens.
    *
    * @param dir store directory
    * @return ms since the epoch; empty when there is no store yet or the value cannot be read (the open then decides)

@@ -1,7 +1,7 @@
 package io.mbxrelay.store.sqlite;
 
 import io.mbxrelay.config.RelayConfig;
-import io.mbxrelay.store.Enrolment;
+import io.mbxrelay.store.model.Enrolment;
 import io.mbxrelay.store.EnrolmentCache;
 import io.mbxrelay.store.RelayLedger;
 import io.mbxrelay.store.RelayStore;

@@ -47,7 +47,7 @@ final class WriterState {
   }
 
   /** One counted change of a target's queue, kept until its command (or item) is known to stay. */
-  record Delta(io.mbxrelay.store.Enrolment target, String sender, long items, long bytes) {}
+  record Delta(io.mbxrelay.store.model.Enrolment target, String sender, long items, long bytes) {}
 
   /** The counted changes of the running command, undone if it is rolled back to its savepoint. */
   final java.util.ArrayList<Delta> journal = new java.util.ArrayList<>();

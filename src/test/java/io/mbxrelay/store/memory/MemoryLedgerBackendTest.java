@@ -3,10 +3,10 @@ package io.mbxrelay.store.memory;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.mbxrelay.store.DedupRow;
-import io.mbxrelay.store.Enrolment;
-import io.mbxrelay.store.ItemRow;
-import io.mbxrelay.store.LedgerBackend.Usage;
+import io.mbxrelay.store.model.DedupRow;
+import io.mbxrelay.store.model.Enrolment;
+import io.mbxrelay.store.model.ItemRow;
+import io.mbxrelay.store.spi.LedgerBackend.Usage;
 import io.mbxrelay.store.StoreException;
 import io.mbxrelay.wire.Hashes;
 import io.vertx.core.Future;

@@ -1,7 +1,7 @@
 package io.mbxrelay.store.memory;
 
 import io.mbxrelay.config.RelayConfig;
-import io.mbxrelay.store.RelayReads;
+import io.mbxrelay.store.spi.RelayReads;
 import io.mbxrelay.store.RelayStore;
 import io.mbxrelay.store.RelayStoreContractTest;
 import io.vertx.core.Vertx;

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.mbxrelay.config.ConfigLoader;
 import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.crypto.Ed25519KeyPair;
-import io.mbxrelay.store.PushOutcome;
+import io.mbxrelay.store.model.PushOutcome;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.wire.Hashes;
 import java.nio.charset.StandardCharsets;

@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.mbxrelay.config.ConfigLoader;
 import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.crypto.Ed25519KeyPair;
-import io.mbxrelay.store.EnrolOutcome;
+import io.mbxrelay.store.model.EnrolOutcome;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.store.StoreRefusedException;
 import io.mbxrelay.wire.Hashes;

@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.mbxrelay.config.ConfigLoader;
 import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.crypto.Ed25519KeyPair;
-import io.mbxrelay.store.PushOutcome;
+import io.mbxrelay.store.model.PushOutcome;
 import io.mbxrelay.store.RelayStore;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.store.StoreException;

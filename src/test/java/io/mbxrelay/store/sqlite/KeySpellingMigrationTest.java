@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.mbxrelay.config.ConfigLoader;
 import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.crypto.Ed25519KeyPair;
-import io.mbxrelay.store.Enrolment;
+import io.mbxrelay.store.model.Enrolment;
 import io.mbxrelay.wire.KeySpelling;
 import java.nio.file.Path;
 import java.sql.Connection;

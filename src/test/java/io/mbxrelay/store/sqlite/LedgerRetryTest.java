@@ -5,9 +5,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.mbxrelay.config.ConfigLoader;
 import io.mbxrelay.crypto.Ed25519KeyPair;
-import io.mbxrelay.store.EnrolOutcome;
-import io.mbxrelay.store.LedgerBackend;
-import io.mbxrelay.store.PushOutcome;
+import io.mbxrelay.store.model.EnrolOutcome;
+import io.mbxrelay.store.spi.LedgerBackend;
+import io.mbxrelay.store.model.PushOutcome;
 import io.mbxrelay.store.RelayLedger;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.store.StoreException;

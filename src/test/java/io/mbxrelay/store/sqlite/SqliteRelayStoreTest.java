@@ -46,7 +46,7 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
   }
 
   @Override
-  protected io.mbxrelay.store.RelayReads openReads(io.vertx.core.Vertx vertx) throws Exception {
+  protected io.mbxrelay.store.spi.RelayReads openReads(io.vertx.core.Vertx vertx) throws Exception {
     return SqliteReads.open(vertx, current.resolve(SqliteSettings.DB_FILE), 2, 5000);
   }
 
@@ -118,7 +118,7 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
     try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, Clock.systemUTC(), defaults(), 5000, 0)) {
       s.execute(new io.mbxrelay.store.StoreCommand.Enrol("alpha", a, "", null, null));
       s.execute(new io.mbxrelay.store.StoreCommand.Enrol("beta", b, "", null, null));
-      io.mbxrelay.store.PushOutcome.Stored first = (io.mbxrelay.store.PushOutcome.Stored) s.execute(
+      io.mbxrelay.store.model.PushOutcome.Stored first = (io.mbxrelay.store.model.PushOutcome.Stored) s.execute(
           new io.mbxrelay.store.StoreCommand.Push(a, "alpha", "envelope", "01JDQ7ZXK20000000000000000",
               List.of(target(b, "one"))));
       seq = first.targets().get(0).seq();
@@ -149,13 +149,13 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
         rs.next();
         assertThat(rs.getInt(1)).as("the accepted_at index again, no leftover table").isEqualTo(1);
       }
-      io.mbxrelay.store.PushOutcome again = s.execute(new io.mbxrelay.store.StoreCommand.Push(a, "alpha", "envelope",
+      io.mbxrelay.store.model.PushOutcome again = s.execute(new io.mbxrelay.store.StoreCommand.Push(a, "alpha", "envelope",
           "01JDQ7ZXK20000000000000000", List.of(target(b, "one"))));
-      assertThat(((io.mbxrelay.store.PushOutcome.Stored) again).fresh()).as("a retry is still a duplicate").isFalse();
-      assertThat(((io.mbxrelay.store.PushOutcome.Stored) again).targets().get(0).seq()).isEqualTo(seq);
+      assertThat(((io.mbxrelay.store.model.PushOutcome.Stored) again).fresh()).as("a retry is still a duplicate").isFalse();
+      assertThat(((io.mbxrelay.store.model.PushOutcome.Stored) again).targets().get(0).seq()).isEqualTo(seq);
       assertThat(s.execute(new io.mbxrelay.store.StoreCommand.Push(a, "alpha", "envelope",
           "01JDQ7ZXK20000000000000000", List.of(target(b, "other bytes")))))
-          .isEqualTo(new io.mbxrelay.store.PushOutcome.Rejected(io.mbxrelay.store.RejectReason.CONFLICT, null));
+          .isEqualTo(new io.mbxrelay.store.model.PushOutcome.Rejected(io.mbxrelay.store.model.RejectReason.CONFLICT, null));
     }
   }
 
@@ -383,7 +383,7 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
       st.executeUpdate("INSERT INTO sender_lists(target_pubkey, senders, iat, record, sig) VALUES('" + b + "', '[\""
           + other + "\"]', '2026-01-01T00:00:00.000Z', '{}', 'sig')");
     }
-    assertThat(push(a, "m1", target(b, "w"))).isInstanceOf(io.mbxrelay.store.PushOutcome.Stored.class);
-    assertThat(push(c, "m2", target(b, "w"))).isEqualTo(new io.mbxrelay.store.PushOutcome.Rejected(io.mbxrelay.store.RejectReason.parse("sender not accepted by target")));
+    assertThat(push(a, "m1", target(b, "w"))).isInstanceOf(io.mbxrelay.store.model.PushOutcome.Stored.class);
+    assertThat(push(c, "m2", target(b, "w"))).isEqualTo(new io.mbxrelay.store.model.PushOutcome.Rejected(io.mbxrelay.store.model.RejectReason.parse("sender not accepted by target")));
   }
 }

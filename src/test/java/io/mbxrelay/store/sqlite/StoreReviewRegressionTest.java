@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.mbxrelay.config.ConfigLoader;
 import io.mbxrelay.crypto.Ed25519KeyPair;
-import io.mbxrelay.store.EnrolOutcome;
-import io.mbxrelay.store.PushOutcome;
+import io.mbxrelay.store.model.EnrolOutcome;
+import io.mbxrelay.store.model.PushOutcome;
 import io.mbxrelay.store.RelayStore;
-import io.mbxrelay.store.RotateOutcome;
+import io.mbxrelay.store.model.RotateOutcome;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.store.StoreException;
 import io.mbxrelay.wire.Hashes;
@@ -90,7 +90,7 @@ class StoreReviewRegressionTest {
           Hashes.sha256Hex(wire), List.of(new StoreCommand.V1Target(a, "laptop")), null));
       // v2 push refuses the same target:
       assertThat(st.execute(new StoreCommand.Push(s, "sender", "envelope", "x", List.of(t(a, "w")))))
-          .isEqualTo(new PushOutcome.Rejected(io.mbxrelay.store.RejectReason.parse("target not enrolled")));
+          .isEqualTo(new PushOutcome.Rejected(io.mbxrelay.store.model.RejectReason.parse("target not enrolled")));
       assertThat(out).as("v1 push to a revoked key is refused, not reported stored")
           .contains("recipient host not enrolled: laptop");
       assertThat(count(st, "SELECT count(*) FROM items WHERE target_pubkey='" + a + "' AND expires_at IS NULL"))

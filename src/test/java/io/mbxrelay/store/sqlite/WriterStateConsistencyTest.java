@@ -5,8 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.mbxrelay.config.ConfigLoader;
 import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.crypto.Ed25519KeyPair;
-import io.mbxrelay.store.AckOutcome;
-import io.mbxrelay.store.PushOutcome;
+import io.mbxrelay.store.model.AckOutcome;
+import io.mbxrelay.store.model.PushOutcome;
 import io.mbxrelay.store.RelayStore;
 import io.mbxrelay.store.StoreCommand;
 import io.mbxrelay.testing.MutableClock;
@@ -194,13 +194,13 @@ class WriterStateConsistencyTest {
               : rj.wireText().startsWith("sender not accepted") ? "rejected sender" : "rejected other";
         } else if (r.value() instanceof AckOutcome.Done d && d.deleted() > 0) {
           k = "ack deleted";
-        } else if (r.value() instanceof io.mbxrelay.store.RotateOutcome.Moved) {
+        } else if (r.value() instanceof io.mbxrelay.store.model.RotateOutcome.Moved) {
           k = "rotated";
-        } else if (r.value() instanceof io.mbxrelay.store.RotateOutcome) {
+        } else if (r.value() instanceof io.mbxrelay.store.model.RotateOutcome) {
           k = "rotation refused";
-        } else if (r.value() instanceof io.mbxrelay.store.DenyOutcome d && d.revoked() > 0) {
+        } else if (r.value() instanceof io.mbxrelay.store.model.DenyOutcome d && d.revoked() > 0) {
           k = "denied a live host";
-        } else if (r.value() instanceof io.mbxrelay.store.SweepCounts sc && sc.rows() > 0) {
+        } else if (r.value() instanceof io.mbxrelay.store.model.SweepCounts sc && sc.rows() > 0) {
           k = "swept";
         }
         if (k != null) {

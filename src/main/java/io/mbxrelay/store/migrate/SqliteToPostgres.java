@@ -1,10 +1,12 @@
-package io.mbxrelay.store.postgres;
+package io.mbxrelay.store.migrate;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.crypto.RelayKeyException;
 import io.mbxrelay.crypto.RelayKeys;
 import io.mbxrelay.store.StoreOpenException;
+import io.mbxrelay.store.postgres.PgSchema;
+import io.mbxrelay.store.postgres.PgStore;
 import io.mbxrelay.store.sqlite.SqliteSettings;
 import io.mbxrelay.store.sqlite.StoreLock;
 import io.mbxrelay.wire.IsoTime;
@@ -33,8 +35,8 @@ import java.util.Set;
  * positions, dedup rows, allowlists, ads, deny list and the ops log. The usage counters are computed from the copied
  * rows. The SQLite store is only read (its lock is held meanwhile, so no relay can start on it).
  */
-public final class PgMigration {
-  private PgMigration() {}
+public final class SqliteToPostgres {
+  private SqliteToPostgres() {}
 
   /** Tables copied as they are, in this order (the counters are rebuilt, not copied). */
   static final List<String> TABLES = List.of("enrolments", "enrolment_clients", "enc_ads", "enc_ad_records", "items",

@@ -1,4 +1,4 @@
-package io.mbxrelay.store;
+package io.mbxrelay.store.model;
 
 /**
  * What a host sees of itself in {@code info.you} (docs/protocol.md §4.7).

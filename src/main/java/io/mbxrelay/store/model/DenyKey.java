@@ -1,4 +1,4 @@
-package io.mbxrelay.store;
+package io.mbxrelay.store.model;
 
 import io.mbxrelay.crypto.Fingerprint;
 import java.util.Optional;

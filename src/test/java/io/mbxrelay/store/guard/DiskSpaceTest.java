@@ -1,4 +1,4 @@
-package io.mbxrelay.store;
+package io.mbxrelay.store.guard;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

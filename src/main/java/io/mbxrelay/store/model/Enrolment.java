@@ -1,4 +1,4 @@
-package io.mbxrelay.store;
+package io.mbxrelay.store.model;
 
 /**
  * One row of {@code enrolments} (docs/protocol.md §5, §7.2). Hosts are identified by key; the name is a label.

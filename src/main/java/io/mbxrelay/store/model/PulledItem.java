@@ -1,4 +1,4 @@
-package io.mbxrelay.store;
+package io.mbxrelay.store.model;
 
 /**
  * One stored item as pulled (docs/protocol.md §3).

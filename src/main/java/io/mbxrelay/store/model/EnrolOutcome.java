@@ -1,4 +1,4 @@
-package io.mbxrelay.store;
+package io.mbxrelay.store.model;
 
 /** The stored outcome of an enrolment (docs/protocol.md §4.1). */
 public enum EnrolOutcome {

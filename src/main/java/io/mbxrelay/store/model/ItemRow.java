@@ -1,4 +1,4 @@
-package io.mbxrelay.store;
+package io.mbxrelay.store.model;
 
 /**
  * One queued item row (docs/protocol.md §5).

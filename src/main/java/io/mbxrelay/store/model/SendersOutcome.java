@@ -1,4 +1,4 @@
-package io.mbxrelay.store;
+package io.mbxrelay.store.model;
 
 /** The stored outcome of a sender allowlist (docs/protocol.md §4.3). */
 public enum SendersOutcome {

@@ -1,4 +1,4 @@
-package io.mbxrelay.store;
+package io.mbxrelay.store.model;
 
 /**
  * What one sweep transaction did (docs/protocol.md §5 "Sweep" receipt fields).

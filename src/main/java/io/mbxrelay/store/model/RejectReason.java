@@ -1,4 +1,4 @@
-package io.mbxrelay.store;
+package io.mbxrelay.store.model;
 
 import java.util.Objects;
 

@@ -1,4 +1,4 @@
-package io.mbxrelay.store;
+package io.mbxrelay.store.model;
 
 /**
  * The outcome of adding a deny-list entry (docs/protocol.md §7.8 "Revocation").

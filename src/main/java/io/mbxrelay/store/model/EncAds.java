@@ -1,4 +1,4 @@
-package io.mbxrelay.store;
+package io.mbxrelay.store.model;
 
 /**
  * The enc-key ads of a live enrolment (docs/protocol.md §4.2).

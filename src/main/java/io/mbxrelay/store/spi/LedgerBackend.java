@@ -1,5 +1,10 @@
-package io.mbxrelay.store;
+package io.mbxrelay.store.spi;
 
+import io.mbxrelay.store.EnrolmentCache;
+import io.mbxrelay.store.StoreException;
+import io.mbxrelay.store.model.DedupRow;
+import io.mbxrelay.store.model.Enrolment;
+import io.mbxrelay.store.model.ItemRow;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;

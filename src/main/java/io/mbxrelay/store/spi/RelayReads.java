@@ -1,5 +1,11 @@
-package io.mbxrelay.store;
+package io.mbxrelay.store.spi;
 
+import io.mbxrelay.store.model.DenyEntry;
+import io.mbxrelay.store.model.EncAds;
+import io.mbxrelay.store.model.Enrolment;
+import io.mbxrelay.store.model.HostState;
+import io.mbxrelay.store.model.Page;
+import io.mbxrelay.store.model.QueueStats;
 import io.mbxrelay.budget.PageBudget;
 import io.vertx.core.Future;
 import java.util.List;

@@ -1,4 +1,4 @@
-package io.mbxrelay.store;
+package io.mbxrelay.store.model;
 
 /** The stored outcome of a rotation record (docs/protocol.md §4.4). */
 public sealed interface RotateOutcome {

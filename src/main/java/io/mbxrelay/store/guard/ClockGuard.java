@@ -1,4 +1,4 @@
-package io.mbxrelay.store;
+package io.mbxrelay.store.guard;
 
 import java.time.Clock;
 import java.time.Instant;

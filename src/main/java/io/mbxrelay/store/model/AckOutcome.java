@@ -1,4 +1,4 @@
-package io.mbxrelay.store;
+package io.mbxrelay.store.model;
 
 /** The stored outcome of a transport ack (docs/protocol.md §3 ack v2). */
 public sealed interface AckOutcome {
