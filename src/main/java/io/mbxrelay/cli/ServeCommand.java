@@ -197,7 +197,7 @@ public final class ServeCommand implements Callable<Integer> {
       return 1;
     }
     key = server.relayKey();
-    io.mbxrelay.store.sqlite.SqliteBackend.OpenReport report = server.openReport();
+    io.mbxrelay.store.model.OpenReport report = server.openReport();
     if (report.epochRotatedReason() != null) {
       say(json, Level.WARN, "epoch rotated at startup (" + report.epochRotatedReason() + "): "
           + report.previousEpoch() + " -> " + server.epoch());

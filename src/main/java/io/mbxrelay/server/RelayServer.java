@@ -111,7 +111,7 @@ public final class RelayServer implements AutoCloseable {
   private StoreLock lock;
   private final RelayReads reads;
   private final RelayServices services;
-  private final io.mbxrelay.store.sqlite.SqliteBackend.OpenReport openReport;
+  private final io.mbxrelay.store.model.OpenReport openReport;
   private final List<String> deployments;
   private final int port;
   private ExpirySweepVerticle sweep;
@@ -125,7 +125,7 @@ public final class RelayServer implements AutoCloseable {
   private int adminPort = -1;
 
   private RelayServer(Vertx vertx, StoreLock lock, RelayReads reads, RelayServices services,
-      io.mbxrelay.store.sqlite.SqliteBackend.OpenReport openReport, List<String> deployments, int port) {
+      io.mbxrelay.store.model.OpenReport openReport, List<String> deployments, int port) {
     this.vertx = vertx;
     this.lock = lock;
     this.reads = reads;
@@ -288,11 +288,9 @@ public final class RelayServer implements AutoCloseable {
           .setThreadingModel(ThreadingModel.WORKER).setWorkerPoolName("mbx-writer").setWorkerPoolSize(1))));
       openedStore = null; // the writer owns it now and closes it when undeployed
       RelayReads reads = new io.mbxrelay.store.postgres.PgReads(vertx, pg, sc.readPoolSize());
-      io.mbxrelay.store.postgres.PgStore.OpenReport r = pg.openReport();
       RelayServer server = finish(config, pg.relayKey(), options, vertx, metrics, writer, reads, pg.enrolmentCache(),
           pg.epoch(), clock, disk, options.storeDir().resolve("postgresql"),
-          new io.mbxrelay.store.sqlite.SqliteBackend.OpenReport(r.created(), r.epochRotatedReason(),
-              r.previousEpoch(), 0, null), deployments, waiters);
+          pg.openReport(), deployments, waiters);
       server.pgStore = pg;
       return server;
     } catch (Exception | Error e) {
@@ -354,7 +352,7 @@ public final class RelayServer implements AutoCloseable {
   private static RelayServer finish(RelayConfig config, Ed25519KeyPair relayKey, Options options, Vertx vertx,
       RelayMetrics metrics, StoreWriterVerticle writer, RelayReads reads, io.mbxrelay.store.EnrolmentCache enrolments,
       String epoch, ClockGuard clock, DiskSpace disk, Path statusFile,
-      io.mbxrelay.store.sqlite.SqliteBackend.OpenReport openReport, List<String> deployments,
+      io.mbxrelay.store.model.OpenReport openReport, List<String> deployments,
       io.mbxrelay.http.PullWaiters waiters) throws Exception {
     RelayMetrics m = metrics;
     RelayConfig.Limits l = config.limits();
@@ -551,7 +549,7 @@ public final class RelayServer implements AutoCloseable {
   }
 
   /** What opening the store did (created, epoch rotated). */
-  public io.mbxrelay.store.sqlite.SqliteBackend.OpenReport openReport() {
+  public io.mbxrelay.store.model.OpenReport openReport() {
     return openReport;
   }
 

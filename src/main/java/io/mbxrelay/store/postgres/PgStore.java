@@ -8,7 +8,9 @@ import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.crypto.RelayKeyException;
 import io.mbxrelay.crypto.RelayKeys;
 import io.mbxrelay.store.model.Enrolment;
+import io.mbxrelay.store.model.OpenReport;
 import io.mbxrelay.store.EnrolmentCache;
+import io.mbxrelay.store.EpochRule;
 import io.mbxrelay.store.StoreException;
 import io.mbxrelay.store.StoreOpenException;
 import io.mbxrelay.wire.IsoTime;
@@ -90,15 +92,6 @@ public final class PgStore implements AutoCloseable {
     }
   }
 
-  /**
-   * What the open did.
-   *
-   * @param created the database had no relay schema and was initialised
-   * @param keyCreated this open generated the relay key (the database had none and none was given)
-   * @param epochRotatedReason why the epoch was rotated, or null
-   * @param previousEpoch the epoch before a rotation, or null
-   */
-  public record OpenReport(boolean created, boolean keyCreated, String epochRotatedReason, String previousEpoch) {}
 
   private PgStore(AgroalDataSource pool, Ed25519KeyPair relayKey, String epoch, OpenReport report, LongSupplier clock,
       Settings settings) {
@@ -137,13 +130,12 @@ public final class PgStore implements AutoCloseable {
           throw new StoreOpenException(e.getMessage() + " (from " + RelayKeys.ENV + ")", e);
         }
       }
-      Object[] opened;
+      Identity opened;
       try (Connection c = pool.getConnection()) {
         int before = PgSchema.migrate(c);
         opened = identity(c, given, clock.getAsLong(), heartbeatStaleMs, before == 0);
       }
-      PgStore store = new PgStore(pool, (Ed25519KeyPair) opened[0], (String) opened[1], (OpenReport) opened[2], clock,
-          settings);
+      PgStore store = new PgStore(pool, opened.key(), opened.epoch(), opened.report(), clock, settings);
       store.reloadEnrolments();
       store.listener.start();
       return store;
@@ -198,8 +190,14 @@ public final class PgStore implements AutoCloseable {
     return AgroalDataSource.from(cfg);
   }
 
-  /** Reads or stores the relay key, the epoch and the heartbeat, under the open lock; returns key, epoch, report. */
-  private static Object[] identity(Connection c, Ed25519KeyPair given, long now, long heartbeatStaleMs,
+  /** What {@link #identity} read or stored: the relay key, the epoch served, what the open did. */
+  private record Identity(Ed25519KeyPair key, String epoch, OpenReport report) {}
+
+  /**
+   * Reads or stores the relay key, the epoch and the heartbeat, under the open lock; rotates the epoch when
+   * {@link EpochRule} says so.
+   */
+  private static Identity identity(Connection c, Ed25519KeyPair given, long now, long heartbeatStaleMs,
       boolean created) throws SQLException, StoreOpenException {
     c.setAutoCommit(false);
     try (Statement st = c.createStatement()) {
@@ -232,35 +230,28 @@ public final class PgStore implements AutoCloseable {
         putMeta(c, "epoch", UUID.randomUUID().toString());
         putMeta(c, "expiry_from", nowIso);
       } else {
-        Optional<String> hb = meta(c, "heartbeat");
-        if (hb.isPresent() && heartbeatStaleMs > 0) {
-          long beat;
-          try {
-            beat = Long.parseLong(hb.get());
-          } catch (NumberFormatException e) {
-            beat = Long.MIN_VALUE;
-          }
-          if (beat == Long.MIN_VALUE || Math.abs(now - beat) > heartbeatStaleMs) {
-            rotatedReason = beat > now ? "heartbeat in the future" : "stale heartbeat";
-            previous = epoch.get();
-            String next = UUID.randomUUID().toString();
-            putMeta(c, "epoch", next);
-            putMeta(c, "epoch_rotated", "{\"from\":\"" + previous + "\",\"to\":\"" + next + "\",\"at\":\"" + nowIso
-                + "\",\"reason\":\"" + rotatedReason + "\"}");
-            try (PreparedStatement ps = c.prepareStatement("INSERT INTO ops(at, op, receipt) VALUES(?, ?, ?)")) {
-              ps.setString(1, nowIso);
-              ps.setString(2, "epoch-rotated");
-              ps.setString(3, "{\"v\":1,\"type\":\"relay-epoch-rotated\",\"at\":\"" + nowIso + "\",\"from\":\""
-                  + previous + "\",\"to\":\"" + next + "\",\"reason\":\"" + rotatedReason + "\"}");
-              ps.executeUpdate();
-            }
+        Optional<EpochRule.Rotation> rotation = EpochRule.atOpen(false, meta(c, "heartbeat"), now,
+            heartbeatStaleMs);
+        if (rotation.isPresent()) {
+          rotatedReason = rotation.get().reason();
+          previous = epoch.get();
+          String next = UUID.randomUUID().toString();
+          putMeta(c, "epoch", next);
+          putMeta(c, "epoch_rotated", "{\"from\":\"" + previous + "\",\"to\":\"" + next + "\",\"at\":\"" + nowIso
+              + "\",\"reason\":\"" + rotatedReason + "\"}");
+          try (PreparedStatement ps = c.prepareStatement("INSERT INTO ops(at, op, receipt) VALUES(?, ?, ?)")) {
+            ps.setString(1, nowIso);
+            ps.setString(2, "epoch-rotated");
+            ps.setString(3, "{\"v\":1,\"type\":\"relay-epoch-rotated\",\"at\":\"" + nowIso + "\",\"from\":\""
+                + previous + "\",\"to\":\"" + next + "\",\"reason\":\"" + rotatedReason + "\"}");
+            ps.executeUpdate();
           }
         }
       }
       putMeta(c, "heartbeat", Long.toString(now));
       String current = meta(c, "epoch").orElseThrow();
       c.commit();
-      return new Object[] {key, current, new OpenReport(created, keyCreated, rotatedReason, previous)};
+      return new Identity(key, current, new OpenReport(created, keyCreated, rotatedReason, previous, 0, null));
     } catch (SQLException | StoreOpenException | RuntimeException e) {
       c.rollback();
       throw e;

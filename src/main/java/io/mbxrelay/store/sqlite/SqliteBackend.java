@@ -4,6 +4,7 @@ import io.mbxrelay.store.model.DedupRow;
 import io.mbxrelay.store.model.Enrolment;
 import io.mbxrelay.store.EnrolmentCache;
 import io.mbxrelay.store.model.ItemRow;
+import io.mbxrelay.store.model.OpenReport;
 import io.mbxrelay.store.spi.LedgerBackend;
 import io.mbxrelay.store.RelayStore;
 import io.mbxrelay.store.StoreException;
@@ -102,18 +103,6 @@ public final class SqliteBackend implements LedgerBackend {
   }
 
   private String sessionPubkey;
-
-  /**
-   * What {@link #open} did, for the startup log line.
-   *
-   * @param created a new store was created
-   * @param epochRotatedReason why the epoch was rotated at open, or null
-   * @param previousEpoch the epoch before that rotation, or null
-   * @param migratedFrom the schema version the store was migrated from, 0 when it was not migrated
-   * @param migrationBackup the automatic backup taken before that migration (issue 12 item 13), or null
-   */
-  public record OpenReport(boolean created, String epochRotatedReason, String previousEpoch, int migratedFrom,
-      Path migrationBackup) {}
 
   private OpenReport openReport;
   private final java.util.Map<String, PreparedStatement> statements = new java.util.HashMap<>();
@@ -421,43 +410,25 @@ public final class SqliteBackend implements LedgerBackend {
           }
           putMeta("expiry_from", nowIso);
         }
-        Optional<String> hb = meta("heartbeat");
-        if (verdict.behind()) {
-          // The operator accepted a store that lost commits (serve --accept-lost-commits): a new epoch makes senders
-          // re-push what they hold and receivers pull again from 0 (docs/protocol.md §7.5), exactly as after a restore.
-          rotatedReason = "lost commits accepted";
+        Optional<io.mbxrelay.store.EpochRule.Rotation> rotation = io.mbxrelay.store.EpochRule.atOpen(verdict.behind(),
+            meta("heartbeat"), io.mbxrelay.store.guard.ClockGuard.wallMillis(clock), heartbeatStaleMs);
+        if (rotation.isPresent()) {
+          // a store that lost commits the operator accepted (serve --accept-lost-commits), or a heartbeat too far from
+          // the wall clock (the outside world's time, not guarded): a new epoch makes senders re-push what they hold
+          // and receivers pull again from 0 (docs/protocol.md §7.5), exactly as after a restore
+          io.mbxrelay.store.EpochRule.Rotation r = rotation.get();
+          rotatedReason = r.reason();
           previous = meta("epoch").orElseThrow();
           String next = UUID.randomUUID().toString();
           putMeta("epoch", next);
-          String hbIso = hb.map(h -> h.matches("[0-9]{1,15}") ? IsoTime.format(Long.parseLong(h)) : h).orElse("");
+          String hbIso = r.heartbeat();
           putMeta("epoch_rotated", "{\"from\":\"" + previous + "\",\"to\":\"" + next + "\",\"at\":\"" + nowIso
               + "\",\"heartbeat\":\"" + jsonEsc(hbIso) + "\",\"reason\":\"" + rotatedReason + "\"}");
           addOp("epoch-rotated", "{\"v\":1,\"type\":\"relay-epoch-rotated\",\"at\":\"" + nowIso + "\",\"from\":\""
               + previous + "\",\"to\":\"" + next + "\",\"heartbeat\":\"" + jsonEsc(hbIso) + "\",\"reason\":\""
-              + rotatedReason + "\",\"store_commits\":" + verdict.storeCommits() + ",\"watermark_commits\":"
-              + (verdict.damaged() ? "null" : Long.toString(verdict.mark().orElseThrow().commits()))
-              + ",\"by\":\"operator\"}");
-        } else if (hb.isPresent() && heartbeatStaleMs > 0) {
-          long beat;
-          try {
-            beat = Long.parseLong(hb.get());
-          } catch (NumberFormatException e) {
-            beat = Long.MIN_VALUE;
-          }
-          long wallNow = io.mbxrelay.store.guard.ClockGuard.wallMillis(clock); // the outside world's time, not guarded
-          if (beat == Long.MIN_VALUE || Math.abs(wallNow - beat) > heartbeatStaleMs) {
-            rotatedReason = beat > wallNow ? "heartbeat in the future" : "stale heartbeat";
-            previous = meta("epoch").orElseThrow();
-            String next = UUID.randomUUID().toString();
-            putMeta("epoch", next);
-            String at = nowIso;
-            String hbIso = beat == Long.MIN_VALUE ? hb.get() : IsoTime.format(beat);
-            putMeta("epoch_rotated", "{\"from\":\"" + previous + "\",\"to\":\"" + next + "\",\"at\":\"" + at
-                + "\",\"heartbeat\":\"" + jsonEsc(hbIso) + "\",\"reason\":\"" + rotatedReason + "\"}");
-            addOp("epoch-rotated", "{\"v\":1,\"type\":\"relay-epoch-rotated\",\"at\":\"" + at + "\",\"from\":\""
-                + previous + "\",\"to\":\"" + next + "\",\"heartbeat\":\"" + jsonEsc(hbIso) + "\",\"reason\":\""
-                + rotatedReason + "\",\"by\":\"startup\"}");
-          }
+              + rotatedReason + "\"" + (r.byOperator() ? ",\"store_commits\":" + verdict.storeCommits()
+              + ",\"watermark_commits\":" + (verdict.damaged() ? "null"
+              : Long.toString(verdict.mark().orElseThrow().commits())) + ",\"by\":\"operator\"}" : ",\"by\":\"startup\"}"));
         }
       }
       ensureIndexes();
@@ -472,7 +443,8 @@ public final class SqliteBackend implements LedgerBackend {
       }
       ok = true;
       this.commits = next;
-      return new OpenReport(created, rotatedReason, previous, migratedFrom, migratedFrom == 0 ? null : migrationBackup);
+      return new OpenReport(created, false, rotatedReason, previous, migratedFrom,
+          migratedFrom == 0 ? null : migrationBackup);
     } finally {
       if (!ok) {
         try (Statement st = conn.createStatement()) {

@@ -95,7 +95,7 @@ public final class SqliteRelayStore implements RelayStore {
   }
 
   /** What the open did (created, epoch rotated and why, migrated and its backup). */
-  public SqliteBackend.OpenReport openReport() {
+  public io.mbxrelay.store.model.OpenReport openReport() {
     return backend.openReport();
   }
 
