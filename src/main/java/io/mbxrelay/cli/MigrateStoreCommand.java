@@ -1,6 +1,7 @@
 package io.mbxrelay.cli;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.mbxrelay.config.RelayConfig;
 import io.mbxrelay.crypto.RelayKeys;
 import io.mbxrelay.store.migrate.SqliteToPostgres;
 import io.mbxrelay.store.postgres.PgStore;
@@ -19,7 +20,8 @@ import picocli.CommandLine.Option;
 @Command(name = "migrate-store", mixinStandardHelpOptions = true,
     description = "Copy a stopped relay's SQLite store (key, epoch, enrolments, queues, dedup, allowlists, ads, deny"
         + " list, ops log) into an empty PostgreSQL database, in one transaction. Then start the relay(s) with"
-        + " MBX_RELAY_STORE_BACKEND=postgresql. Exit 0 migrated, 1 refused (nothing written), 2 usage.")
+        + " store.backend postgresql and store.url set (MBX_RELAY_STORE_BACKEND, MBX_RELAY_STORE_URL or the --config"
+        + " file). Exit 0 migrated, 1 refused (nothing written), 2 usage.")
 public final class MigrateStoreCommand implements Callable<Integer> {
   @Option(names = "--from", required = true, description = "sqlite:DIR, the store directory of the stopped relay.")
   String from;
@@ -66,9 +68,10 @@ public final class MigrateStoreCommand implements Callable<Integer> {
           env.get(RelayKeys.ENV), System.currentTimeMillis());
       return OpsCommands.print(r, "migrated to " + r.get("to").asText() + ": " + r.get("rows").get("enrolments")
           + " enrolments, " + r.get("rows").get("items") + " queued items, " + r.get("rows").get("dedup")
-          + " dedup rows; epoch " + r.get("epoch").asText() + " kept. Start the relay(s) with"
-          + " MBX_RELAY_STORE_BACKEND=postgresql MBX_RELAY_STORE_URL=" + r.get("to").asText()
-          + " and keep the old store directory until they serve");
+          + " dedup rows; epoch " + r.get("epoch").asText() + " kept. Start the relay(s) with store.backend "
+          + RelayConfig.Store.POSTGRESQL + " and store.url " + r.get("to").asText() + " (in the --config file, or"
+          + " MBX_RELAY_STORE_BACKEND=" + RelayConfig.Store.POSTGRESQL + " MBX_RELAY_STORE_URL=" + r.get("to").asText()
+          + ") and keep the old store directory until they serve");
     } catch (SqliteToPostgres.Refused e) {
       System.err.println("[mbxrelay] migrate-store refused: " + e.getMessage());
       return 1;

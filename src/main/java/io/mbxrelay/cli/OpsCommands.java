@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectWriter;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.mbxrelay.store.sqlite.OpsException;
 import io.mbxrelay.store.sqlite.SqliteOps;
+import io.mbxrelay.store.spi.StoreBackendFactory;
 import io.mbxrelay.wire.Json;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -39,13 +40,44 @@ final class OpsCommands {
   }
 
   /**
-   * The commands that work on the embedded store's files say what to do instead when the relay's store is PostgreSQL
-   * ({@code MBX_RELAY_STORE_BACKEND=postgresql}; docs/scale-out.md "Backup, restore, check").
+   * The configuration the relay on this machine starts with, as {@code serve} loads it without {@code --config}: the
+   * file {@code $MBX_RELAY_CONFIG} (if set) under the {@code MBX_RELAY_*} variables.
    *
-   * @return the exit code (2) when the store is PostgreSQL, else null
+   * @return the validated configuration
+   * @throws io.mbxrelay.config.ConfigException when it is invalid
+   */
+  static io.mbxrelay.config.RelayConfig config() throws io.mbxrelay.config.ConfigException {
+    String file = System.getenv("MBX_RELAY_CONFIG");
+    return io.mbxrelay.config.ConfigLoader.load(file == null || file.isBlank() ? null : Path.of(file),
+        System.getenv());
+  }
+
+  /**
+   * The store backend of the loaded configuration ({@code store.backend}), or null after printing why the
+   * configuration is invalid.
+   */
+  static StoreBackendFactory backend() {
+    try {
+      return StoreBackendFactory.of(config().store());
+    } catch (io.mbxrelay.config.ConfigException e) {
+      System.err.println("[mbxrelay] invalid configuration: " + String.join("; ", e.violations()));
+      return null;
+    }
+  }
+
+  /**
+   * The commands that work on the store directory's files say what to do instead when the configured store is in a
+   * database ({@code store.backend} {@code postgresql}; docs/scale-out.md "Backup, restore, check"). The advice is
+   * PostgreSQL's own (its tools, its SQL): the one backend without a store directory.
+   *
+   * @return the exit code (2) when the store is not in the store directory or the configuration is invalid, else null
    */
   static Integer onPostgres(String command) {
-    if (!"postgresql".equals(System.getenv("MBX_RELAY_STORE_BACKEND"))) {
+    StoreBackendFactory backend = backend();
+    if (backend == null) {
+      return 2;
+    }
+    if (backend.storeInDirectory()) {
       return null;
     }
     String what = switch (command) {
@@ -166,8 +198,14 @@ final class OpsCommands {
 
     @Override
     public Integer call() {
-      if (file == null && "postgresql".equals(System.getenv("MBX_RELAY_STORE_BACKEND"))) {
-        return checkPostgres();
+      if (file == null) {
+        StoreBackendFactory backend = backend();
+        if (backend == null) {
+          return 2;
+        }
+        if (!backend.storeInDirectory()) {
+          return checkPostgres(); // the database's own check (schema, identity, counters): PgCheck
+        }
       }
       Path db = file != null ? file : dir().resolve(io.mbxrelay.store.sqlite.SqliteSettings.DB_FILE);
       try {
@@ -193,11 +231,11 @@ final class OpsCommands {
         return refused(e);
       }
     }
-    /** The PostgreSQL store named by the environment (MBX_RELAY_STORE_URL, _USER, _PASSWORD), as serve reads it. */
+    /** The PostgreSQL store of the loaded configuration (store.url, user, password), as serve reads it. */
     private int checkPostgres() {
       io.mbxrelay.config.RelayConfig cfg;
       try {
-        cfg = io.mbxrelay.config.ConfigLoader.load(null, System.getenv());
+        cfg = config();
       } catch (io.mbxrelay.config.ConfigException e) {
         System.err.println("[mbxrelay] invalid configuration: " + String.join("; ", e.violations()));
         return 2;

@@ -11,6 +11,8 @@ import io.mbxrelay.server.CrashPoint;
 import io.mbxrelay.server.RelayServer;
 import io.mbxrelay.store.StoreOpenException;
 import io.mbxrelay.store.StoreRefusedException;
+import io.mbxrelay.store.model.OpenReport;
+import io.mbxrelay.store.spi.StoreBackendFactory;
 import io.mbxrelay.store.sqlite.OpsException;
 import io.mbxrelay.store.sqlite.SqliteOps;
 import io.mbxrelay.store.sqlite.SqliteRelayStore;
@@ -152,12 +154,15 @@ public final class ServeCommand implements Callable<Integer> {
     Signals.handle("HUP", () -> LOG.info("SIGHUP while starting: ignored"));
     Ed25519KeyPair key;
     RelayServer server;
+    StoreBackendFactory backend = StoreBackendFactory.of(cfg.store());
     try {
-      if (cfg.store().postgresql()) {
+      if (!backend.storeInDirectory()) {
         // the relay key lives in the database (every instance serves it); MBX_RELAY_KEY, when set, must match it
         String given = env.get(RelayKeys.ENV);
         key = given == null || given.isBlank() ? null : RelayKeys.parse(given.strip());
       } else {
+        // the store lives in the store dir beside relay.key and relay.lock: that dir is prepared and checked here, where
+        // a refusal is a start line and an exit status of its own (usage 2, busy 1, lost store 3)
         String notDir = notADirectory(dir);
         if (notDir != null) {
           say(json, Level.ERROR, "cannot start: " + notDir);
@@ -197,7 +202,7 @@ public final class ServeCommand implements Callable<Integer> {
       return 1;
     }
     key = server.relayKey();
-    io.mbxrelay.store.model.OpenReport report = server.openReport();
+    OpenReport report = server.openReport();
     if (report.epochRotatedReason() != null) {
       say(json, Level.WARN, "epoch rotated at startup (" + report.epochRotatedReason() + "): "
           + report.previousEpoch() + " -> " + server.epoch());
@@ -205,14 +210,14 @@ public final class ServeCommand implements Callable<Integer> {
     LOG.info("relay started [version: {}] [store: {}] [epoch: {}] [relay key: {}] [port: {}] [admin: {}:{}]"
             + " [http instances: {}] [read pool: {}] [writer batch: {}] [authority: {}] [trust proxy: {}]"
             + " [log json: {}] [log level: {}]",
-        RelayServer.version(), storeName(cfg, dir), server.epoch(), key.fingerprint(), server.port(),
+        RelayServer.version(), backend.describe(cfg.store(), dir), server.epoch(), key.fingerprint(), server.port(),
         cfg.admin().bind(), server.adminPort(), cfg.http().instances(), cfg.store().readPoolSize(),
         cfg.store().writerBatchMax(), cfg.enrolment().authority(), mode, cfg.log().json(), LogSetup.level());
     logEd25519Engine();
     // before the banner: a supervisor or test that acts on the listening line finds the handlers in place
     CountDownLatch stopped = handleSignals(server, file);
     say(json, Level.INFO, "untrusted store-and-forward relay listening on :" + server.port()
-        + " (store " + storeName(cfg, dir) + ", epoch " + server.epoch() + ")");
+        + " (store " + backend.describe(cfg.store(), dir) + ", epoch " + server.epoch() + ")");
     say(json, Level.INFO, "admin (metrics, health, ready) on " + cfg.admin().bind() + ":" + server.adminPort());
     say(json, Level.INFO, "relay key " + key.fingerprint()
         + " (hosts pin it with: mbxrelay host relay set <url> --key " + key.fingerprint() + ")");
@@ -299,12 +304,6 @@ public final class ServeCommand implements Callable<Integer> {
       LOG.info("ed25519 engine [engine: {}] [library: {}] [fallback: {}]", engine.kind().label(),
           engine.description(), fallback.get());
     }
-  }
-
-  /** What the log names as the store: the directory, or the PostgreSQL URL without its parameters. */
-  private static String storeName(RelayConfig cfg, Path dir) {
-    return cfg.store().postgresql() ? cfg.store().url().replaceAll("\\?.*$", "")
-        : dir.toAbsolutePath().toString();
   }
 
   /**
@@ -445,10 +444,10 @@ public final class ServeCommand implements Callable<Integer> {
       Map<String, String> env) {
     ObjectNode out = Json.MAPPER.createObjectNode();
     ObjectNode serve = out.putObject("serve");
-    boolean pg = cfg.store().postgresql();
-    // with PostgreSQL the store dir and relay.key are not used (issue 22 item 8): no file path that would mislead
+    boolean pg = !StoreBackendFactory.of(cfg.store()).storeInDirectory();
+    // a database's store (PostgreSQL) uses no store dir or relay.key (issue 22 item 8): no file path that would mislead
     serve.put("port", port).put("bind", bind)
-        .put("store_dir", pg ? "(not used: store.backend is postgresql)" : dir.toAbsolutePath().toString())
+        .put("store_dir", pg ? "(not used: store.backend is " + cfg.store().backend() + ")" : dir.toAbsolutePath().toString())
         .put("config_file", file == null ? null : file.toAbsolutePath().toString())
         .put("trust_proxy", mode.name().toLowerCase(java.util.Locale.ROOT));
     String key = env.get(RelayKeys.ENV);

@@ -18,14 +18,11 @@ import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.metrics.RelayMetrics;
 import io.mbxrelay.store.guard.ClockGuard;
 import io.mbxrelay.store.guard.DiskSpace;
+import io.mbxrelay.store.RelayLedger;
 import io.mbxrelay.store.StoreCommand;
-import io.mbxrelay.store.sqlite.CommitWatermark;
-import io.mbxrelay.store.sqlite.SqliteOps;
+import io.mbxrelay.store.spi.OpenedStore;
+import io.mbxrelay.store.spi.StoreBackendFactory;
 import io.mbxrelay.store.spi.RelayReads;
-import io.mbxrelay.store.sqlite.SqliteReads;
-import io.mbxrelay.store.sqlite.SqliteRelayStore;
-import io.mbxrelay.store.sqlite.StoreFiles;
-import io.mbxrelay.store.sqlite.StoreLock;
 import io.vertx.core.DeploymentOptions;
 import io.vertx.core.Future;
 import io.vertx.core.ThreadingModel;
@@ -108,7 +105,6 @@ public final class RelayServer implements AutoCloseable {
   }
 
   private final Vertx vertx;
-  private StoreLock lock;
   private final RelayReads reads;
   private final RelayServices services;
   private final io.mbxrelay.store.model.OpenReport openReport;
@@ -116,18 +112,16 @@ public final class RelayServer implements AutoCloseable {
   private final int port;
   private ExpirySweepVerticle sweep;
   private AdminVerticle admin;
-  private CommitWatermark watermark;
   private List<HttpVerticle> httpInstances = List.of();
-  private Path storeDir;
   private io.mbxrelay.http.PullWaiters waiters;
-  private io.mbxrelay.store.postgres.PgStore pgStore;
+  /** The open store: released after the writer and the reads closed. */
+  private OpenedStore store;
   private boolean closed;
   private int adminPort = -1;
 
-  private RelayServer(Vertx vertx, StoreLock lock, RelayReads reads, RelayServices services,
+  private RelayServer(Vertx vertx, RelayReads reads, RelayServices services,
       io.mbxrelay.store.model.OpenReport openReport, List<String> deployments, int port) {
     this.vertx = vertx;
-    this.lock = lock;
     this.reads = reads;
     this.services = services;
     this.openReport = openReport;
@@ -145,137 +139,52 @@ public final class RelayServer implements AutoCloseable {
    * @throws Exception when the store cannot be locked or opened, or a verticle fails to deploy
    */
   public static RelayServer start(RelayConfig config, Ed25519KeyPair relayKey, Options options) throws Exception {
-    // The store backend (docs/architecture.md "Store: ledger and backends"). Every backend gives the writer a
-    // RelayStore (a RelayLedger over its LedgerBackend), the routes a RelayReads and the hop check an EnrolmentCache;
-    // what follows opens the embedded SQLite store with its store-directory guards (lock, file modes, commit
-    // watermark, free-space floor). Another backend adds its case here and opens its own pair.
-    switch (config.store().backend()) {
-      case "sqlite" -> {
-        return startSqlite(config, relayKey, options);
-      }
-      case "postgresql" -> {
-        return startPostgres(config, relayKey, options);
-      }
-      default -> throw new IllegalArgumentException("store.backend " + config.store().backend()
-          + " is not in this build (" + String.join(", ", RelayConfig.STORE_BACKENDS) + ")");
-    }
-  }
-
-  private static RelayServer startSqlite(RelayConfig config, Ed25519KeyPair relayKey, Options options)
-      throws Exception {
-    SqliteRelayStore.createStoreDir(options.storeDir());
-    for (String note : StoreFiles.secure(options.storeDir())) {
-      LOG.warn("store files [{}]", note);
-    }
-    StoreLock lock = StoreLock.acquire(options.storeDir(), LOCK_WAIT_MS,
-        holder -> LOG.warn("store {} is in use by {}: waiting up to {} s for it to stop", options.storeDir(), holder,
-            LOCK_WAIT_MS / 1000));
+    // The store backend (docs/architecture.md "Store: ledger and backends"), chosen by store.backend: it opens the
+    // store with its own guards (SQLite: the store dir's lock, file modes, commit watermark and free-space floor;
+    // PostgreSQL: the shared database's identity) and hands back the writer's backend, the reads, the open report.
+    StoreBackendFactory factory = StoreBackendFactory.of(config.store());
+    OpenedStore store = factory.open(new StoreBackendFactory.OpenRequest(config, options.storeDir(), relayKey,
+        options.clock(), options.acceptClock(), options.acceptLostCommits(), LOCK_WAIT_MS));
     Vertx vertx = null;
     RelayMetrics metrics = null;
-    SqliteRelayStore openedStore = null;
-    CommitWatermark watermark = null;
+    RelayLedger openedLedger = null;
     try {
-      // The store reads guarded time (accepted_at, expires_at, seqs, heartbeat): never backwards, never a step ahead
-      // of its persisted watermark (issue 10 item 7). The HTTP side keeps the wall clock for hop windows.
-      ClockGuard clock = new ClockGuard(options.clock(), ClockGuard.monotonicOf(options.clock()),
-          config.timers().maxClockStepMs(), SqliteOps.watermark(options.storeDir()), options.acceptClock());
-      SqliteRelayStore store = SqliteRelayStore.open(options.storeDir(), relayKey.publicKeyB64(), clock.clock(),
-          config.limits(), config.store().busyTimeoutMs(), config.timers().heartbeatStaleMs(),
-          options.acceptLostCommits());
-      openedStore = store;
-      store.walAutocheckpoint(config.store().walAutocheckpointPages());
-      armCrashPoint(options.crashPoint(), store.ledger());
+      ClockGuard clock = store.clock();
+      RelayLedger ledger = new RelayLedger(store.ledgerBackend(), clock.clock(), config.limits());
+      openedLedger = ledger;
+      armCrashPoint(options.crashPoint(), ledger);
       RelayMetrics.VertxSetup metricsSetup = RelayMetrics.vertxSetup();
       vertx = newVertx(metricsSetup);
       // after Vert.x: its metrics factory installs registry filters, which must precede every meter
       metrics = new RelayMetrics(metricsSetup.registry(), config);
-      store.commitTimer(metrics::commitNanos);
       RelayMetrics m = metrics;
-      // The commit watermark (issue 10 item 3): written now for the store as opened, then by its own thread at most
-      // every store.watermarkIntervalMs after commits, off the reply path.
-      watermark = CommitWatermark.start(options.storeDir(), store.epoch(), store.commits(),
-          config.store().watermarkIntervalMs(), options.clock(), (n, ok) -> m.watermarkWritten(ok));
-      store.onCommit(watermark::committed);
-      metrics.bindWatermark(watermark::lag);
-      DiskSpace disk = DiskSpace.of(options.storeDir(), config.store().minFreeBytes());
-      // answers leave once relay.watermark covers their commit (issue 22 item 3), unless the operator chose the lag
-      CommitWatermark mark = watermark;
-      java.util.function.Consumer<Runnable> answers = config.store().watermarkBeforeAnswers() ? mark::afterDurable
-          : Runnable::run;
+      store.bind(new OpenedStore.Meters() {
+        @Override
+        public void commitNanos(long nanos) {
+          m.commitNanos(nanos);
+        }
+
+        @Override
+        public void watermarkWritten(boolean ok) {
+          m.watermarkWritten(ok);
+        }
+
+        @Override
+        public void watermarkLag(java.util.function.LongSupplier lag) {
+          m.bindWatermark(lag);
+        }
+
+        @Override
+        public void storeFiles(Path dbFile) {
+          m.bindStoreFiles(dbFile);
+        }
+      });
+      DiskSpace disk = store.disk();
+      RelayConfig.Store sc = config.store();
       // long-poll waiters: the writer signals them after each COMMIT that stored items (writer.ItemsCommitted)
       io.mbxrelay.http.PullWaiters waiters = new io.mbxrelay.http.PullWaiters(config.limits().maxEnrolments());
-      StoreWriterVerticle writer = new StoreWriterVerticle(store, config.store().writerBatchMax(),
-          config.store().writerBatchMaxRows(), config.store().writerBatchMaxBytes(),
-          config.store().writerCommitDelayMs(), disk, answers, waiters, (commands, nanos, failure) -> {
-            m.writerTransaction(commands.size(), nanos, failure == null ? null : failure.kind());
-            options.transactions().transaction(commands, nanos, failure);
-          });
-      metrics.bindWriter(writer::queueDepth, writer::failStopped);
-      metrics.bindDisk(disk, writer::diskRefusals);
-      metrics.bindStoreFiles(store.file());
-      metrics.buildInfo(version());
-      List<String> deployments = new ArrayList<>();
-      deployments.add(await(vertx.deployVerticle(writer, new DeploymentOptions()
-          .setThreadingModel(ThreadingModel.WORKER).setWorkerPoolName("mbx-writer").setWorkerPoolSize(1))));
-      openedStore = null; // the writer owns it now and closes it when undeployed
-      RelayReads reads = SqliteReads.open(vertx, store.file(), config.store().readPoolSize(),
-          config.store().busyTimeoutMs());
-      RelayServer server = finish(config, relayKey, options, vertx, metrics, writer, reads, store.enrolments(),
-          store.epoch(), clock, disk, store.file(), store.openReport(), deployments, waiters);
-      server.lock = lock;
-      server.watermark = watermark;
-      return server;
-    } catch (Exception | Error e) {
-      closeQuietly(vertx);
-      if (openedStore != null) {
-        openedStore.close(); // the writer never took it over
-      }
-      if (watermark != null) {
-        watermark.close();
-      }
-      if (metrics != null) {
-        metrics.close();
-      }
-      lock.close();
-      throw e;
-    }
-  }
-
-  /**
-   * Starts a relay on PostgreSQL (docs/scale-out.md): no store directory, lock or commit watermark (the database is
-   * shared by every instance and durable by its own WAL); the relay key and epoch come from the database.
-   *
-   * @param config validated configuration with {@code store.backend} {@code postgresql}
-   * @param givenKey the relay key from {@code MBX_RELAY_KEY}, or null (the database's key is used, or created)
-   * @param options process options ({@code storeDir} is not used for the store)
-   * @return the running relay
-   * @throws Exception when the database cannot be opened or a verticle fails to deploy
-   */
-  public static RelayServer startPostgres(RelayConfig config, Ed25519KeyPair givenKey, Options options)
-      throws Exception {
-    RelayConfig.Store sc = config.store();
-    ClockGuard clock = new ClockGuard(options.clock(), ClockGuard.monotonicOf(options.clock()),
-        config.timers().maxClockStepMs(), java.util.OptionalLong.empty(), options.acceptClock());
-    io.mbxrelay.store.postgres.PgStore pg = io.mbxrelay.store.postgres.PgStore.open(
-        new io.mbxrelay.store.postgres.PgStore.Settings(sc.url(), sc.user(), sc.resolvedPassword(), sc.poolSize()),
-        givenKey == null ? null : io.mbxrelay.crypto.RelayKeys.toFileJson(givenKey), clock.clock()::millis,
-        config.timers().heartbeatStaleMs());
-    Vertx vertx = null;
-    RelayMetrics metrics = null;
-    io.mbxrelay.store.RelayLedger openedStore = null;
-    try {
-      io.mbxrelay.store.RelayLedger store = pg.newLedger(clock.clock(), config.limits());
-      openedStore = store;
-      armCrashPoint(options.crashPoint(), store);
-      RelayMetrics.VertxSetup metricsSetup = RelayMetrics.vertxSetup();
-      vertx = newVertx(metricsSetup);
-      metrics = new RelayMetrics(metricsSetup.registry(), config);
-      RelayMetrics m = metrics;
-      // The database's disk is the database's: a full one answers 53100 (disk_full), mapped to 503 per request.
-      DiskSpace disk = new DiskSpace(() -> Long.MAX_VALUE, System::nanoTime, 0);
-      io.mbxrelay.http.PullWaiters waiters = new io.mbxrelay.http.PullWaiters(config.limits().maxEnrolments());
-      StoreWriterVerticle writer = new StoreWriterVerticle(store, sc.writerBatchMax(), sc.writerBatchMaxRows(),
-          sc.writerBatchMaxBytes(), sc.writerCommitDelayMs(), disk, Runnable::run, waiters,
+      StoreWriterVerticle writer = new StoreWriterVerticle(ledger, sc.writerBatchMax(), sc.writerBatchMaxRows(),
+          sc.writerBatchMaxBytes(), sc.writerCommitDelayMs(), disk, store.answers(), waiters,
           (commands, nanos, failure) -> {
             m.writerTransaction(commands.size(), nanos, failure == null ? null : failure.kind());
             options.transactions().transaction(commands, nanos, failure);
@@ -286,22 +195,21 @@ public final class RelayServer implements AutoCloseable {
       List<String> deployments = new ArrayList<>();
       deployments.add(await(vertx.deployVerticle(writer, new DeploymentOptions()
           .setThreadingModel(ThreadingModel.WORKER).setWorkerPoolName("mbx-writer").setWorkerPoolSize(1))));
-      openedStore = null; // the writer owns it now and closes it when undeployed
-      RelayReads reads = new io.mbxrelay.store.postgres.PgReads(vertx, pg, sc.readPoolSize());
-      RelayServer server = finish(config, pg.relayKey(), options, vertx, metrics, writer, reads, pg.enrolmentCache(),
-          pg.epoch(), clock, disk, options.storeDir().resolve("postgresql"),
-          pg.openReport(), deployments, waiters);
-      server.pgStore = pg;
+      openedLedger = null; // the writer owns it now and closes it when undeployed
+      RelayReads reads = store.openReads(vertx);
+      RelayServer server = finish(config, store.relayKey(), options, vertx, metrics, writer, reads,
+          store.enrolments(), store.epoch(), clock, disk, store.statusFile(), store.report(), deployments, waiters);
+      server.store = store;
       return server;
     } catch (Exception | Error e) {
       closeQuietly(vertx);
-      if (openedStore != null) {
-        openedStore.close();
+      if (openedLedger != null) {
+        openedLedger.close(); // the writer never took it over
       }
       if (metrics != null) {
         metrics.close();
       }
-      pg.close();
+      store.close();
       throw e;
     }
   }
@@ -427,12 +335,11 @@ public final class RelayServer implements AutoCloseable {
     deployments.add(listening(vertx.deployVerticle(admin), "admin", config.admin().bind(), config.admin().port(),
         "choose another with admin.port (MBX_RELAY_ADMIN_PORT)", "choose an address of this machine with admin.bind"
         + " (MBX_RELAY_ADMIN_BIND)"));
-    RelayServer server = new RelayServer(vertx, null, reads, services, openReport, deployments, port);
+    RelayServer server = new RelayServer(vertx, reads, services, openReport, deployments, port);
     server.sweep = sweep;
     server.admin = admin;
     server.adminPort = admin.actualPort();
     server.httpInstances = List.copyOf(instances);
-    server.storeDir = options.storeDir();
     server.waiters = waiters;
     return server;
   }
@@ -619,19 +526,13 @@ public final class RelayServer implements AutoCloseable {
     } catch (Exception e) {
       LOG.warn("vert.x close failed [error: {}]", e.toString());
     }
-    if (watermark != null) {
-      watermark.close(); // after the writer's last commit: the file ends at the store's final count
-    }
-    if (pgStore != null) {
-      pgStore.close(); // after the writer closed its session and the reads their connections
-    }
+    // after the writer's last commit and the reads: the commit watermark ends at the store's final count, then the
+    // pool or the store lock is released
+    store.close();
     services.metrics().close();
-    if (lock != null) {
-      lock.close();
-    }
     LOG.info("stopped [took: {} ms] [draining requests: {} ms{}] [long-poll pulls answered early: {}] [store closed"
             + " cleanly: {}]", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started), drainMs,
         drained ? "" : ", grace period over: connections still open were closed", released,
-        pgStore != null || SqliteRelayStore.closedCleanly(storeDir));
+        store.closedCleanly());
   }
 }

@@ -165,7 +165,7 @@ final class StatusRoutes {
     o.put("ready", b.failing().isEmpty());
     ArrayNode notReady = o.putArray("not_ready");
     b.failing().forEach(notReady::add);
-    o.put("store_backend", "sqlite");
+    o.put("store_backend", services.config().store().backend());
     o.put("store_dir", dbFile.toAbsolutePath().getParent().toString());
     putBytes(o, "store_file_bytes", b.fileBytes());
     putBytes(o, "store_wal_bytes", b.walBytes());

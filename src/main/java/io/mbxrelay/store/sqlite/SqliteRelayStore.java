@@ -29,10 +29,12 @@ public final class SqliteRelayStore implements RelayStore {
 
   private final SqliteBackend backend;
   private final RelayLedger ledger;
+  private final io.mbxrelay.store.model.OpenReport report;
 
-  private SqliteRelayStore(SqliteBackend backend, RelayLedger ledger) {
+  private SqliteRelayStore(SqliteBackend backend, RelayLedger ledger, io.mbxrelay.store.model.OpenReport report) {
     this.backend = backend;
     this.ledger = ledger;
+    this.report = report;
   }
 
   /**
@@ -53,7 +55,7 @@ public final class SqliteRelayStore implements RelayStore {
   }
 
   /**
-   * Opens the store after comparing it with its commit watermark ({@link SqliteBackend#open}).
+   * Opens the store after comparing it with its commit watermark ({@link SqliteOpener#open}).
    *
    * @param storeDir the store directory (created 0700 when missing)
    * @param relayPubkey the relay's public key; a new store pins it, an existing one must match
@@ -68,9 +70,9 @@ public final class SqliteRelayStore implements RelayStore {
    */
   public static SqliteRelayStore open(Path storeDir, String relayPubkey, Clock clock, RelayConfig.Limits limits,
       long busyTimeoutMs, long heartbeatStaleMs, boolean acceptLostCommits) throws StoreOpenException {
-    SqliteBackend backend = SqliteBackend.open(storeDir, relayPubkey, clock, busyTimeoutMs, heartbeatStaleMs,
+    SqliteOpener.Opened opened = SqliteOpener.open(storeDir, relayPubkey, clock, busyTimeoutMs, heartbeatStaleMs,
         acceptLostCommits);
-    return new SqliteRelayStore(backend, new RelayLedger(backend, clock, limits));
+    return new SqliteRelayStore(opened.backend(), new RelayLedger(opened.backend(), clock, limits), opened.report());
   }
 
   /**
@@ -80,7 +82,7 @@ public final class SqliteRelayStore implements RelayStore {
    * @throws StoreOpenException when it cannot be created
    */
   public static void createStoreDir(Path dir) throws StoreOpenException {
-    SqliteBackend.createStoreDir(dir);
+    SqliteOpener.createStoreDir(dir);
   }
 
   /**
@@ -96,17 +98,17 @@ public final class SqliteRelayStore implements RelayStore {
 
   /** What the open did (created, epoch rotated and why, migrated and its backup). */
   public io.mbxrelay.store.model.OpenReport openReport() {
-    return backend.openReport();
+    return report;
   }
 
   /**
-   * Whether the store in {@code storeDir} was closed cleanly and not opened since ({@link SqliteBackend#closedCleanly}).
+   * Whether the store in {@code storeDir} was closed cleanly and not opened since ({@link SqliteOpener#closedCleanly}).
    *
    * @param storeDir the store directory
    * @return true when the clean-close marker is there
    */
   public static boolean closedCleanly(Path storeDir) {
-    return SqliteBackend.closedCleanly(storeDir);
+    return SqliteOpener.closedCleanly(storeDir);
   }
 
   /** The ledger over this store's backend. */

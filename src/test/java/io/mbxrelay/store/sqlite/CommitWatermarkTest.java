@@ -36,7 +36,7 @@ class CommitWatermarkTest {
   /** Lines these tests provoke on purpose (issue 22 item 7): kept out of the build output, asserted where provoked. */
   @org.junit.jupiter.api.extension.RegisterExtension
   static final io.mbxrelay.testing.ExpectedLog LOGS = io.mbxrelay.testing.ExpectedLog.forClass()
-      .and("io.mbxrelay.store.sqlite.SqliteBackend", ch.qos.logback.classic.Level.WARN, "store behind its commit watermark accepted by the operator")
+      .and("io.mbxrelay.store.sqlite.SqliteOpener", ch.qos.logback.classic.Level.WARN, "store behind its commit watermark accepted by the operator")
       .and("io.mbxrelay.store.sqlite.CommitWatermark", ch.qos.logback.classic.Level.WARN, "commit watermark not written");
 
   private final String relayKey = Ed25519KeyPair.generate().publicKeyB64();

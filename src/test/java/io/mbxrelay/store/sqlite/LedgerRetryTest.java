@@ -61,7 +61,7 @@ class LedgerRetryTest {
   void a_lost_race_runs_the_batch_again_and_the_lost_attempt_leaves_no_row_and_no_seq(@TempDir Path dir)
       throws Exception {
     AtomicInteger conflicts = new AtomicInteger();
-    try (RelayLedger ledger = new RelayLedger(losingRaces(SqliteBackend.open(dir, relay, ZERO, 5000, 0, false),
+    try (RelayLedger ledger = new RelayLedger(losingRaces(SqliteOpener.open(dir, relay, ZERO, 5000, 0, false).backend(),
         conflicts), ZERO, ConfigLoader.load(null, Map.of()).limits())) {
       assertThat(ledger.execute(new StoreCommand.Enrol("alpha", a, "", null, null))).isEqualTo(EnrolOutcome.OK);
       assertThat(ledger.execute(new StoreCommand.Enrol("beta", b, "", null, null))).isEqualTo(EnrolOutcome.OK);

@@ -27,7 +27,7 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
   /** Lines these tests provoke on purpose (issue 22 item 7): kept out of the build output, asserted where provoked. */
   @org.junit.jupiter.api.extension.RegisterExtension
   static final io.mbxrelay.testing.ExpectedLog LOGS = io.mbxrelay.testing.ExpectedLog.forClass()
-      .and("io.mbxrelay.store.sqlite.SqliteBackend", ch.qos.logback.classic.Level.WARN, "will be migrated to ");
+      .and("io.mbxrelay.store.sqlite.SqliteOpener", ch.qos.logback.classic.Level.WARN, "will be migrated to ");
 
   @TempDir
   Path dir;
