@@ -16,8 +16,8 @@ import org.junit.jupiter.api.Test;
  * The package rules of docs/architecture.md "Packages", read from the sources: {@code http} does not reach into
  * {@code server} and nothing but {@code cli} names {@code server}; the backend-neutral {@code store} package (the
  * ledger, commands) and its {@code spi}, {@code model} and {@code guard} name no SQL and no backend; the backends do
- * not import each other (the one cross-backend step, {@code store.migrate}, may name two); {@code wire} imports no
- * higher layer.
+ * not import each other (the one cross-backend step, {@code store.migrate}, may name two); {@code server}, {@code http}
+ * and {@code writer} name no backend; {@code wire} imports no higher layer.
  */
 class PackageRulesTest {
   private static final Path MAIN = Path.of("src/main/java/io/mbxrelay");
@@ -102,6 +102,18 @@ class PackageRulesTest {
               .filteredOn(r -> r.contains("io.mbxrelay.store." + other + ".")).isEmpty();
         }
       }
+    }
+  }
+
+  @Test
+  void the_composition_root_http_and_the_writer_name_no_store_backend() throws IOException {
+    // store.backend picks a store.spi.StoreBackendFactory; only the backends' own packages (and cli's store-dir
+    // commands) name SQLite or PostgreSQL classes
+    for (String pkg : List.of("server", "http", "writer")) {
+      List<String> refs = referencesUnder(MAIN.resolve(pkg));
+      assertThat(refs).as(pkg).anyMatch(r -> r.contains("io.mbxrelay.store.")); // the scan sees the references
+      assertThat(refs).as(pkg)
+          .filteredOn(r -> r.matches(".*io\\.mbxrelay\\.store\\.(sqlite|postgres|memory|jdbc)\\..*")).isEmpty();
     }
   }
 

@@ -39,7 +39,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Composition root (docs/architecture.md "Composition in one place"): lock the store dir, open the store, build Vert.x, register
+ * Composition root (docs/architecture.md "Composition in one place"): open the store through its backend's factory (which
+ * takes its own guards: the store dir's lock, the commit watermark, …), build Vert.x, register
  * codecs, deploy the writer and await it, open the read pool, deploy HTTP verticles, then the admin server
  * (metrics, health, readiness). {@link #close()} shuts
  * down in reverse.
@@ -132,8 +133,9 @@ public final class RelayServer implements AutoCloseable {
   /**
    * Starts a relay and returns once it listens. Blocking; call from a plain thread (CLI main, test setup).
    *
-   * @param config validated configuration
-   * @param relayKey the relay key (already loaded)
+   * @param config validated configuration ({@code store.backend} picks the {@link StoreBackendFactory})
+   * @param relayKey the relay key (already loaded); null for a backend that keeps it in its store (PostgreSQL: the
+   *     database's key is used, or created)
    * @param options process options
    * @return the running relay
    * @throws Exception when the store cannot be locked or opened, or a verticle fails to deploy
