@@ -605,6 +605,60 @@ public final class PgLedgerBackend implements LedgerBackend {
     }
   }
 
+  @Override
+  public boolean locksTargets() {
+    return true;
+  }
+
+  /**
+   * Locks the counter rows of {@code targets} in ascending key order (issue 20 item 3): one statement for the rows
+   * that exist ({@code ORDER BY … COLLATE "C"}, the order of {@link String#compareTo} for the ASCII keys, under
+   * {@code FOR UPDATE} locks rows in output order), then the missing rows are created and locked the same way.
+   */
+  @Override
+  public void lockTargets(java.util.SortedSet<String> targets) throws StoreException {
+    List<String> wanted = new ArrayList<>(targets.size());
+    for (String t : targets) {
+      if (!tx.nextSeq.containsKey(t)) {
+        wanted.add(t);
+      }
+    }
+    if (wanted.isEmpty()) {
+      return;
+    }
+    try {
+      lockExisting(wanted);
+      List<String> missing = new ArrayList<>();
+      for (String t : wanted) {
+        if (!tx.nextSeq.containsKey(t)) {
+          missing.add(t);
+        }
+      }
+      if (!missing.isEmpty()) {
+        try (PreparedStatement ps = c().prepareStatement("INSERT INTO seqs(target_pubkey, next_seq)"
+            + " SELECT t, 1 FROM unnest(?::text[]) AS t ORDER BY t COLLATE \"C\" ON CONFLICT DO NOTHING")) {
+          ps.setArray(1, c().createArrayOf("text", missing.toArray()));
+          ps.executeUpdate();
+        }
+        lockExisting(missing);
+      }
+    } catch (SQLException e) {
+      throw mapped("lock targets", e);
+    }
+  }
+
+  private void lockExisting(List<String> targets) throws SQLException, StoreException {
+    try (PreparedStatement ps = c().prepareStatement("SELECT target_pubkey, next_seq FROM seqs"
+        + " WHERE target_pubkey = ANY(?) ORDER BY target_pubkey COLLATE \"C\" FOR UPDATE")) {
+      ps.setArray(1, c().createArrayOf("text", targets.toArray()));
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          tx.nextSeq.put(rs.getString(1), rs.getLong(2));
+        }
+      }
+    }
+  }
+
   private Long lockedNext(String target) throws SQLException, StoreException {
     try (PreparedStatement ps = c().prepareStatement(
         "SELECT next_seq FROM seqs WHERE target_pubkey = ? FOR UPDATE")) {
