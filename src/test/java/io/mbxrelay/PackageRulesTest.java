@@ -16,7 +16,8 @@ import org.junit.jupiter.api.Test;
  * The package rules of docs/architecture.md "Packages", read from the sources: {@code http} does not reach into
  * {@code server} and nothing but {@code cli} names {@code server}; the backend-neutral {@code store} package (the
  * ledger, commands) and its {@code spi}, {@code model} and {@code guard} name no SQL and no backend; the backends do
- * not import each other (the one cross-backend step, {@code store.migrate}, may name two); {@code wire} imports no
+ * not import each other (the one cross-backend step, {@code store.migrate}, may name two); the SQL catalogue and
+ * shared JDBC operations ({@code store.jdbc}) name no backend, and both JDBC backends use them; {@code wire} imports no
  * higher layer.
  */
 class PackageRulesTest {
@@ -102,6 +103,18 @@ class PackageRulesTest {
               .filteredOn(r -> r.contains("io.mbxrelay.store." + other + ".")).isEmpty();
         }
       }
+    }
+  }
+
+  @Test
+  void the_sql_catalogue_names_no_backend_and_both_jdbc_backends_use_it() throws IOException {
+    List<String> jdbc = referencesUnder(MAIN.resolve("store/jdbc"));
+    assertThat(jdbc).anyMatch(r -> r.contains("io.mbxrelay.store.")); // the scan sees the references
+    assertThat(jdbc).filteredOn(r -> r.matches(".*io\\.mbxrelay\\.store\\.(sqlite|postgres|memory)\\..*")).isEmpty();
+    assertThat(jdbc).filteredOn(r -> r.matches(".*io\\.mbxrelay\\.(server|http|cli|writer|auth)\\..*")).isEmpty();
+    for (String b : List.of("sqlite", "postgres")) {
+      assertThat(referencesUnder(MAIN.resolve("store").resolve(b))).as(b)
+          .anyMatch(r -> r.contains("io.mbxrelay.store.jdbc."));
     }
   }
 

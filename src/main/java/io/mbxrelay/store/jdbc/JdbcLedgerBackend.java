@@ -37,9 +37,9 @@ public abstract class JdbcLedgerBackend implements LedgerBackend {
    * The prepared statement for {@code sql} on the open transaction's connection, prepared once per connection; the
    * caller binds every parameter and does not close it.
    *
-   * @throws StoreException when no transaction is open and the backend needs one
+   * @throws SQLException when it cannot be prepared, or no transaction is open and the backend needs one
    */
-  protected abstract PreparedStatement statement(String sql) throws SQLException, StoreException;
+  protected abstract PreparedStatement cached(String sql) throws SQLException;
 
   /**
    * A driver failure in the ledger's terms ({@link StoreException.Kind}, {@link StoreException#conflict}).
@@ -65,8 +65,8 @@ public abstract class JdbcLedgerBackend implements LedgerBackend {
   // ---- enrolments ----
 
   /** The enrolment row as the open transaction reads it (PostgreSQL share-locks it), from the database. */
-  protected Optional<Enrolment> enrolmentFromDb(String key) throws SQLException, StoreException {
-    PreparedStatement ps = statement(dialect().writerEnrolment);
+  protected Optional<Enrolment> enrolmentFromDb(String key) throws SQLException {
+    PreparedStatement ps = cached(dialect().writerEnrolment);
     ps.setString(1, key);
     try (ResultSet rs = ps.executeQuery()) {
       return rs.next() ? Optional.of(enrolment(rs)) : Optional.empty();
@@ -74,9 +74,9 @@ public abstract class JdbcLedgerBackend implements LedgerBackend {
   }
 
   /** Every enrolment row, live or revoked. */
-  protected List<Enrolment> allEnrolmentRows() throws SQLException, StoreException {
+  protected List<Enrolment> allEnrolmentRows() throws SQLException {
     List<Enrolment> all = new ArrayList<>();
-    try (ResultSet rs = statement(SqlCatalogue.ALL_ENROLMENTS).executeQuery()) {
+    try (ResultSet rs = cached(SqlCatalogue.ALL_ENROLMENTS).executeQuery()) {
       while (rs.next()) {
         all.add(enrolment(rs));
       }
@@ -233,7 +233,7 @@ public abstract class JdbcLedgerBackend implements LedgerBackend {
   @Override
   public boolean insertDedup(DedupRow row) throws StoreException {
     try {
-      PreparedStatement ps = statement(SqlCatalogue.INSERT_DEDUP);
+      PreparedStatement ps = cached(SqlCatalogue.INSERT_DEDUP);
       ps.setString(1, row.sender());
       ps.setString(2, row.itemId());
       ps.setString(3, row.target());
@@ -249,7 +249,7 @@ public abstract class JdbcLedgerBackend implements LedgerBackend {
   @Override
   public Optional<DedupRow> dedup(String sender, String itemId, String target) throws StoreException {
     try {
-      PreparedStatement ps = statement(SqlCatalogue.DEDUP);
+      PreparedStatement ps = cached(SqlCatalogue.DEDUP);
       ps.setString(1, sender);
       ps.setString(2, itemId);
       ps.setString(3, target);
@@ -292,7 +292,7 @@ public abstract class JdbcLedgerBackend implements LedgerBackend {
   /** Receives one deleted row. */
   @FunctionalInterface
   protected interface DeletedRow {
-    void accept(String sender, long bytes) throws SQLException, StoreException;
+    void accept(String sender, long bytes) throws SQLException;
   }
 
   /**
@@ -303,8 +303,8 @@ public abstract class JdbcLedgerBackend implements LedgerBackend {
    * @return rows deleted
    */
   protected int deleteReturning(String sql, String target, long seq, DeletedRow sink)
-      throws SQLException, StoreException {
-    PreparedStatement ps = statement(sql);
+      throws SQLException {
+    PreparedStatement ps = cached(sql);
     ps.setString(1, target);
     if (seq >= 0) {
       ps.setLong(2, seq);
@@ -317,6 +317,30 @@ public abstract class JdbcLedgerBackend implements LedgerBackend {
       }
     }
     return n;
+  }
+
+  /**
+   * Runs one of the {@code DELETE … RETURNING sender_pubkey, bytes} statements and counts what it deleted out of the
+   * backend's usage counters.
+   *
+   * @param seq the second parameter ({@code seq} or {@code through}), or negative for none
+   * @return rows deleted
+   */
+  protected abstract int deleteCounted(String sql, String target, long seq) throws StoreException;
+
+  @Override
+  public int deleteThrough(String target, long through) throws StoreException {
+    return deleteCounted(SqlCatalogue.DELETE_THROUGH, target, through);
+  }
+
+  @Override
+  public boolean deleteItem(String target, long seq) throws StoreException {
+    return deleteCounted(SqlCatalogue.DELETE_ITEM, target, seq) > 0;
+  }
+
+  @Override
+  public int deleteQueue(String target) throws StoreException {
+    return deleteCounted(SqlCatalogue.DELETE_QUEUE, target, -1);
   }
 
   @Override
@@ -343,17 +367,7 @@ public abstract class JdbcLedgerBackend implements LedgerBackend {
 
   @Override
   public long raiseAcked(String target, long through) throws StoreException {
-    try {
-      PreparedStatement ps = statement(dialect().raiseAcked);
-      ps.setString(1, target);
-      ps.setLong(2, through);
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return rs.getLong(1);
-      }
-    } catch (SQLException e) {
-      throw fail("ack failed", e);
-    }
+    return queryLong(dialect().raiseAcked, target, through);
   }
 
   // ---- helpers ----
@@ -384,7 +398,7 @@ public abstract class JdbcLedgerBackend implements LedgerBackend {
   /** Runs an insert, update or delete; rows changed. */
   protected int update(String sql, Object... args) throws StoreException {
     try {
-      PreparedStatement ps = statement(sql);
+      PreparedStatement ps = cached(sql);
       bind(ps, args);
       return ps.executeUpdate();
     } catch (SQLException e) {
@@ -395,7 +409,7 @@ public abstract class JdbcLedgerBackend implements LedgerBackend {
   /** Whether the query returns a row. */
   protected boolean exists(String sql, Object... args) throws StoreException {
     try {
-      PreparedStatement ps = statement(sql);
+      PreparedStatement ps = cached(sql);
       bind(ps, args);
       try (ResultSet rs = ps.executeQuery()) {
         return rs.next();
@@ -408,7 +422,7 @@ public abstract class JdbcLedgerBackend implements LedgerBackend {
   /** The first column of the first row, or empty (no row, or null). */
   protected Optional<String> text(String sql, Object... args) throws StoreException {
     try {
-      PreparedStatement ps = statement(sql);
+      PreparedStatement ps = cached(sql);
       bind(ps, args);
       try (ResultSet rs = ps.executeQuery()) {
         return rs.next() ? Optional.ofNullable(rs.getString(1)) : Optional.empty();
@@ -421,7 +435,7 @@ public abstract class JdbcLedgerBackend implements LedgerBackend {
   /** The first column of every row. */
   protected List<String> strings(String sql, Object... args) throws StoreException {
     try {
-      PreparedStatement ps = statement(sql);
+      PreparedStatement ps = cached(sql);
       bind(ps, args);
       List<String> out = new ArrayList<>();
       try (ResultSet rs = ps.executeQuery()) {
@@ -438,7 +452,7 @@ public abstract class JdbcLedgerBackend implements LedgerBackend {
   /** The first column of the first row as a number (0 when null); the query must return a row. */
   protected long queryLong(String sql, Object... args) throws StoreException {
     try {
-      PreparedStatement ps = statement(sql);
+      PreparedStatement ps = cached(sql);
       bind(ps, args);
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
@@ -452,7 +466,7 @@ public abstract class JdbcLedgerBackend implements LedgerBackend {
   /** {@code {items, bytes}} from the first two columns of the first row, {@code {0, 0}} when there is none. */
   protected long[] counters(String sql, Object... args) throws StoreException {
     try {
-      PreparedStatement ps = statement(sql);
+      PreparedStatement ps = cached(sql);
       bind(ps, args);
       try (ResultSet rs = ps.executeQuery()) {
         return rs.next() ? new long[] {rs.getLong(1), rs.getLong(2)} : new long[2];
@@ -465,7 +479,7 @@ public abstract class JdbcLedgerBackend implements LedgerBackend {
   /** Item rows of a query over {@link SqlCatalogue#ITEM_COLUMNS} (column 7 read only {@code withWire}). */
   protected List<ItemRow> items(String sql, boolean withWire, Object... args) throws StoreException {
     try {
-      PreparedStatement ps = statement(sql);
+      PreparedStatement ps = cached(sql);
       bind(ps, args);
       List<ItemRow> out = new ArrayList<>();
       try (ResultSet rs = ps.executeQuery()) {

@@ -123,6 +123,13 @@ public final class SqlCatalogue {
 
   // ---- items ----
 
+  /** A pull page's plan ({@link JdbcPage}): {@code (target, after, limit + 1)}. */
+  public static final String PAGE_PLAN = "SELECT seq, bytes FROM items WHERE target_pubkey = ? AND seq > ?"
+      + " ORDER BY seq LIMIT ?";
+  /** A pull page's rows ({@link JdbcPage}): {@code (target, after, through)}. */
+  public static final String PAGE_FETCH = "SELECT seq, kind, item_id, sender_pubkey, wire, sender_host, wire_hash"
+      + " FROM items WHERE target_pubkey = ? AND seq > ? AND seq <= ? ORDER BY seq";
+
   /** A target's queue in seq order: {@code (target_pubkey)}. */
   public static final String QUEUE = "SELECT " + ITEM_COLUMNS + " FROM items WHERE target_pubkey = ? ORDER BY seq";
   /** {@code (target_pubkey, seq)}. */

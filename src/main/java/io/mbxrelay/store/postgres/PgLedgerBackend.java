@@ -624,7 +624,8 @@ public final class PgLedgerBackend extends JdbcLedgerBackend {
   }
 
   /** Runs one of the catalogue's item deletes and uncounts what it deleted; rows deleted. */
-  private int deleteCounted(String sql, String target, long seq) throws StoreException {
+  @Override
+  protected int deleteCounted(String sql, String target, long seq) throws StoreException {
     Map<String, long[]> bySender = new TreeMap<>();
     int n;
     try {
@@ -671,21 +672,6 @@ public final class PgLedgerBackend extends JdbcLedgerBackend {
       throw mapped("uncount", e);
     }
     update("DELETE FROM sender_usage WHERE target_pubkey = ? AND items <= 0", target);
-  }
-
-  @Override
-  public int deleteThrough(String target, long through) throws StoreException {
-    return deleteCounted(SqlCatalogue.DELETE_THROUGH, target, through);
-  }
-
-  @Override
-  public boolean deleteItem(String target, long seq) throws StoreException {
-    return deleteCounted(SqlCatalogue.DELETE_ITEM, target, seq) > 0;
-  }
-
-  @Override
-  public int deleteQueue(String target) throws StoreException {
-    return deleteCounted(SqlCatalogue.DELETE_QUEUE, target, -1);
   }
 
   /**
@@ -769,10 +755,13 @@ public final class PgLedgerBackend extends JdbcLedgerBackend {
 
   /** Prepared once per transaction (the connection goes back to the pool at its end); closed by {@link #end()}. */
   @Override
-  protected PreparedStatement statement(String sql) throws SQLException, StoreException {
+  protected PreparedStatement cached(String sql) throws SQLException {
     PreparedStatement ps = statements.get(sql);
     if (ps == null || ps.isClosed()) {
-      ps = c().prepareStatement(sql);
+      if (conn == null) {
+        throw new SQLException("no open transaction", "08003");
+      }
+      ps = conn.prepareStatement(sql);
       statements.put(sql, ps);
     }
     return ps;
@@ -818,16 +807,7 @@ public final class PgLedgerBackend extends JdbcLedgerBackend {
   }
 
   private boolean tryXactLock(int key) throws StoreException {
-    try (PreparedStatement ps = c().prepareStatement("SELECT pg_try_advisory_xact_lock(?, ?)")) {
-      ps.setInt(1, PgSchema.LOCK_NAMESPACE);
-      ps.setInt(2, key);
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return rs.getBoolean(1);
-      }
-    } catch (SQLException e) {
-      throw mapped("advisory lock", e);
-    }
+    return exists("SELECT 1 WHERE pg_try_advisory_xact_lock(?, ?)", PgSchema.LOCK_NAMESPACE, key);
   }
 
 }
