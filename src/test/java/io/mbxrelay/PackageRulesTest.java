@@ -17,7 +17,8 @@ import org.junit.jupiter.api.Test;
  * {@code server} and nothing but {@code cli} names {@code server}; the backend-neutral {@code store} package (the
  * ledger, commands) and its {@code spi}, {@code model} and {@code guard} name no SQL and no backend; the backends do
  * not import each other (the one cross-backend step, {@code store.migrate}, may name two); {@code server}, {@code http}
- * and {@code writer} name no backend; {@code wire} imports no higher layer.
+ * and {@code writer} name no backend; the SQL catalogue and shared JDBC operations ({@code store.jdbc}) name no
+ * backend, and both JDBC backends use them; {@code wire} imports no higher layer.
  */
 class PackageRulesTest {
   private static final Path MAIN = Path.of("src/main/java/io/mbxrelay");
@@ -114,6 +115,18 @@ class PackageRulesTest {
       assertThat(refs).as(pkg).anyMatch(r -> r.contains("io.mbxrelay.store.")); // the scan sees the references
       assertThat(refs).as(pkg)
           .filteredOn(r -> r.matches(".*io\\.mbxrelay\\.store\\.(sqlite|postgres|memory|jdbc)\\..*")).isEmpty();
+    }
+  }
+
+  @Test
+  void the_sql_catalogue_names_no_backend_and_both_jdbc_backends_use_it() throws IOException {
+    List<String> jdbc = referencesUnder(MAIN.resolve("store/jdbc"));
+    assertThat(jdbc).anyMatch(r -> r.contains("io.mbxrelay.store.")); // the scan sees the references
+    assertThat(jdbc).filteredOn(r -> r.matches(".*io\\.mbxrelay\\.store\\.(sqlite|postgres|memory)\\..*")).isEmpty();
+    assertThat(jdbc).filteredOn(r -> r.matches(".*io\\.mbxrelay\\.(server|http|cli|writer|auth)\\..*")).isEmpty();
+    for (String b : List.of("sqlite", "postgres")) {
+      assertThat(referencesUnder(MAIN.resolve("store").resolve(b))).as(b)
+          .anyMatch(r -> r.contains("io.mbxrelay.store.jdbc."));
     }
   }
 

@@ -56,6 +56,17 @@ public sealed interface StoreCommand<R>
   }
 
   /**
+   * The targets whose per-target rows (counter, queue usage, dedup, acked) this command may change, for a backend that
+   * locks rows: the ledger locks every target of a batch in one canonical order before the first command runs, so two
+   * writers' batches over the same targets cannot deadlock (issue 20 item 3). Writer thread only.
+   *
+   * @param into receives each target key (duplicates allowed)
+   */
+  default void lockKeys(java.util.function.Consumer<String> into) {
+    // no per-target rows
+  }
+
+  /**
    * Stores one pushed item for all its targets, all or nothing (docs/protocol.md §3 push v2, step 5 database checks and step
    * 6; docs/protocol.md §7.3).
    *
@@ -70,6 +81,13 @@ public sealed interface StoreCommand<R>
     @Override
     public PushOutcome applyTo(CommandHandler h) throws StoreException {
       return h.push(this);
+    }
+
+    @Override
+    public void lockKeys(java.util.function.Consumer<String> into) {
+      for (Target t : targets) {
+        into.accept(t.hostPubkey());
+      }
     }
 
     public Push {
@@ -106,6 +124,13 @@ public sealed interface StoreCommand<R>
     @Override
     public List<PushOutcome> applyTo(CommandHandler h) throws StoreException {
       return h.pushBatch(this);
+    }
+
+    @Override
+    public void lockKeys(java.util.function.Consumer<String> into) {
+      for (Push p : items) {
+        p.lockKeys(into);
+      }
     }
 
     public PushBatch {
@@ -181,6 +206,11 @@ public sealed interface StoreCommand<R>
     @Override
     public AckOutcome applyTo(CommandHandler h) throws StoreException {
       return h.ack(this);
+    }
+
+    @Override
+    public void lockKeys(java.util.function.Consumer<String> into) {
+      into.accept(targetPubkey);
     }
   }
 
@@ -326,6 +356,12 @@ public sealed interface StoreCommand<R>
     public RotateOutcome applyTo(CommandHandler h) throws StoreException {
       return h.rotate(this);
     }
+
+    @Override
+    public void lockKeys(java.util.function.Consumer<String> into) {
+      into.accept(oldPub);
+      into.accept(newPub);
+    }
   }
 
   /**
@@ -384,6 +420,13 @@ public sealed interface StoreCommand<R>
       return h.pushV1(this);
     }
 
+    @Override
+    public void lockKeys(java.util.function.Consumer<String> into) {
+      for (V1Target t : targets) {
+        into.accept(t.hostPubkey());
+      }
+    }
+
     public PushV1 {
       targets = List.copyOf(targets);
     }
@@ -408,6 +451,11 @@ public sealed interface StoreCommand<R>
     public Long applyTo(CommandHandler h) throws StoreException {
       return h.ackV1(this);
     }
+
+    @Override
+    public void lockKeys(java.util.function.Consumer<String> into) {
+      into.accept(targetPubkey);
+    }
   }
 
   /**
@@ -423,6 +471,11 @@ public sealed interface StoreCommand<R>
     @Override
     public Integer applyTo(CommandHandler h) throws StoreException {
       return h.setAsideDamaged(this);
+    }
+
+    @Override
+    public void lockKeys(java.util.function.Consumer<String> into) {
+      into.accept(targetPubkey);
     }
 
     public SetAsideDamaged {

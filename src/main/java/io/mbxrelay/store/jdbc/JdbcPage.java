@@ -18,21 +18,12 @@ import java.util.List;
 public final class JdbcPage {
   private JdbcPage() {}
 
-  /** Plan: {@code (target, after, limit + 1)}. */
-  public static final String PLAN = "SELECT seq, bytes FROM items WHERE target_pubkey = ? AND seq > ? ORDER BY seq"
-      + " LIMIT ?";
-  /** Rows: {@code (target, after, through)}. */
-  public static final String FETCH = "SELECT seq, kind, item_id, sender_pubkey, wire, sender_host, wire_hash FROM items"
-      + " WHERE target_pubkey = ? AND seq > ? AND seq <= ? ORDER BY seq";
-  /** Head: {@code (target)}. */
-  public static final String HEAD = "SELECT next_seq FROM seqs WHERE target_pubkey = ?";
-
   /**
    * Reads one page.
    *
-   * @param plan prepared {@link #PLAN}
-   * @param fetch prepared {@link #FETCH}
-   * @param head prepared {@link #HEAD}
+   * @param plan prepared {@link SqlCatalogue#PAGE_PLAN}
+   * @param fetch prepared {@link SqlCatalogue#PAGE_FETCH}
+   * @param head prepared {@link SqlCatalogue#NEXT_SEQ}
    * @param target the caller's key
    * @param after exclusive lower seq bound
    * @param limit most items

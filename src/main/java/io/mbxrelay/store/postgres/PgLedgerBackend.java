@@ -2,10 +2,12 @@ package io.mbxrelay.store.postgres;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
-import io.mbxrelay.store.model.DedupRow;
 import io.mbxrelay.store.model.Enrolment;
 import io.mbxrelay.store.EnrolmentCache;
 import io.mbxrelay.store.model.ItemRow;
+import io.mbxrelay.store.jdbc.Dialect;
+import io.mbxrelay.store.jdbc.JdbcLedgerBackend;
+import io.mbxrelay.store.jdbc.SqlCatalogue;
 import io.mbxrelay.store.spi.LedgerBackend;
 import io.mbxrelay.store.StoreException;
 import io.mbxrelay.wire.Json;
@@ -55,17 +57,14 @@ import java.util.concurrent.ThreadLocalRandom;
  * <p>One thread at a time. A connection is taken from the pool at {@link #begin()} and returned at the end of the
  * transaction.
  */
-public final class PgLedgerBackend implements LedgerBackend {
-  private static final String ITEM_COLUMNS = "target_pubkey, seq, kind, item_id, sender_pubkey, sender_host, wire,"
-      + " wire_hash, bytes, accepted_at, expires_at";
-  private static final String ENROLMENT_COLUMNS = "host_pubkey, host_name, owner_fp, account, authorized_by,"
-      + " enrolled_at, revoked_at";
-
+public final class PgLedgerBackend extends JdbcLedgerBackend {
   private final PgStore store;
   private final int shard = ThreadLocalRandom.current().nextInt(PgSchema.TOTAL_SHARDS);
   private Connection conn;
   private Tx tx;
   private final Deque<Mark> savepoints = new ArrayDeque<>();
+  /** The open transaction's prepared statements, closed when its connection goes back to the pool. */
+  private final Map<String, PreparedStatement> statements = new HashMap<>();
 
   /** What one transaction has done that is written at COMMIT or applied after it. */
   private static final class Tx {
@@ -273,6 +272,14 @@ public final class PgLedgerBackend implements LedgerBackend {
   }
 
   private void end() {
+    for (PreparedStatement ps : statements.values()) {
+      try {
+        ps.close();
+      } catch (SQLException ignored) {
+        // the connection is broken
+      }
+    }
+    statements.clear();
     release(conn);
     conn = null;
     tx = null;
@@ -331,7 +338,7 @@ public final class PgLedgerBackend implements LedgerBackend {
    */
   @Override
   public void putHeartbeat(long nowMs) throws StoreException {
-    String stored = queryString("SELECT v FROM meta WHERE k = 'epoch'");
+    String stored = text("SELECT v FROM meta WHERE k = 'epoch'").orElse(null);
     if (!store.epoch().equals(stored)) {
       throw new StoreException(StoreException.Kind.CORRUPT, "the store's epoch changed to " + stored
           + " while this instance served " + store.epoch() + " (another instance rotated it): restart this instance",
@@ -341,12 +348,6 @@ public final class PgLedgerBackend implements LedgerBackend {
       update("INSERT INTO meta(k, v) VALUES('heartbeat', ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v",
           Long.toString(nowMs));
     }
-  }
-
-  @Override
-  public void logOp(String op, String receiptJson, String atIso) throws StoreException {
-    update("INSERT INTO ops(at, op, receipt) VALUES(?, ?, ?)", atIso, op, receiptJson);
-    update("DELETE FROM ops WHERE id <= (SELECT max(id) - 1000 FROM ops)");
   }
 
   // ---- enrolments ----
@@ -362,55 +363,13 @@ public final class PgLedgerBackend implements LedgerBackend {
     }
     // FOR SHARE: a rotation or revocation of this key on another instance waits for this transaction (and one that
     // came first is seen here), so no item is queued for a key whose queue a rotation already moved.
-    try (PreparedStatement ps = c().prepareStatement("SELECT " + ENROLMENT_COLUMNS
-        + " FROM enrolments WHERE host_pubkey = ? FOR SHARE")) {
-      ps.setString(1, hostPubkey);
-      try (ResultSet rs = ps.executeQuery()) {
-        Optional<Enrolment> row = rs.next() ? Optional.of(enrolment(rs)) : Optional.empty();
-        tx.enrolments.put(hostPubkey, row);
-        return row;
-      }
+    try {
+      Optional<Enrolment> row = enrolmentFromDb(hostPubkey);
+      tx.enrolments.put(hostPubkey, row);
+      return row;
     } catch (SQLException e) {
       throw mapped("enrolment", e);
     }
-  }
-
-  @Override
-  public long liveEnrolmentCount() throws StoreException {
-    return queryLong("SELECT count(*) FROM enrolments WHERE revoked_at IS NULL");
-  }
-
-  @Override
-  public boolean nameTaken(String account, String hostName, String exceptKey) throws StoreException {
-    return exists("SELECT 1 FROM enrolments WHERE revoked_at IS NULL AND account IS NOT DISTINCT FROM ?"
-        + " AND lower(host_name COLLATE \"C\") = lower(? COLLATE \"C\") AND host_pubkey <> ?", account, hostName,
-        exceptKey == null ? "" : exceptKey);
-  }
-
-  @Override
-  public void upsertEnrolment(Enrolment row) throws StoreException {
-    update("INSERT INTO enrolments(" + ENROLMENT_COLUMNS + ") VALUES(?, ?, ?, ?, ?, ?, NULL)"
-        + " ON CONFLICT(host_pubkey) DO UPDATE SET host_name = excluded.host_name, owner_fp = excluded.owner_fp,"
-        + " account = excluded.account, authorized_by = excluded.authorized_by, enrolled_at = excluded.enrolled_at,"
-        + " revoked_at = NULL", row.hostPubkey(), row.hostName(), row.ownerFp(), row.account(), row.authorizedBy(),
-        row.enrolledAt());
-    enrolmentChanged(row.hostPubkey());
-  }
-
-  @Override
-  public boolean revoke(String hostPubkey, String atIso) throws StoreException {
-    if (update("UPDATE enrolments SET revoked_at = ? WHERE host_pubkey = ? AND revoked_at IS NULL", atIso,
-        hostPubkey) > 0) {
-      enrolmentChanged(hostPubkey);
-      return true;
-    }
-    return false;
-  }
-
-  private void enrolmentChanged(String key) {
-    tx.enrolmentsChanged.add(key);
-    tx.enrolments.remove(key);
-    tx.accountUsage.clear(); // which targets count for an account may have changed
   }
 
   @Override
@@ -426,56 +385,7 @@ public final class PgLedgerBackend implements LedgerBackend {
     }
   }
 
-  @Override
-  public List<String> liveKeys() throws StoreException {
-    return queryStrings("SELECT host_pubkey FROM enrolments WHERE revoked_at IS NULL ORDER BY host_pubkey");
-  }
-
-  @Override
-  public Optional<String> clientIdOf(String hostPubkey) throws StoreException {
-    return Optional.ofNullable(queryString("SELECT client_id FROM enrolment_clients WHERE host_pubkey = ?",
-        hostPubkey));
-  }
-
-  @Override
-  public void recordClient(String hostPubkey, String clientId, String org, String atIso) throws StoreException {
-    update("INSERT INTO enrolment_clients(host_pubkey, client_id, org, at) VALUES(?, ?, ?, ?)"
-        + " ON CONFLICT(host_pubkey) DO UPDATE SET client_id = excluded.client_id, org = excluded.org,"
-        + " at = excluded.at", hostPubkey, clientId, org, atIso);
-  }
-
-  @Override
-  public void copyClient(String from, String to, String atIso) throws StoreException {
-    update("INSERT INTO enrolment_clients(host_pubkey, client_id, org, at) SELECT ?, client_id, org, ?"
-        + " FROM enrolment_clients WHERE host_pubkey = ? ON CONFLICT(host_pubkey) DO UPDATE SET"
-        + " client_id = excluded.client_id, org = excluded.org, at = excluded.at", to, atIso, from);
-  }
-
-  @Override
-  public int revokeByClient(String clientId, String atIso) throws StoreException {
-    List<String> keys = queryStrings("UPDATE enrolments SET revoked_at = ? WHERE revoked_at IS NULL AND host_pubkey IN"
-        + " (SELECT host_pubkey FROM enrolment_clients WHERE client_id = ?) RETURNING host_pubkey", atIso, clientId);
-    keys.forEach(this::enrolmentChanged);
-    return keys.size();
-  }
-
   // ---- deny list ----
-
-  @Override
-  public boolean denied(String kind, String value) throws StoreException {
-    return exists("SELECT 1 FROM deny_list WHERE kind = ? AND value = ?", kind, value);
-  }
-
-  @Override
-  public boolean addDeny(String kind, String value, String note, String atIso) throws StoreException {
-    return update("INSERT INTO deny_list(kind, value, note, added_at) VALUES(?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        kind, value, note, atIso) == 1;
-  }
-
-  @Override
-  public boolean removeDeny(String kind, String value) throws StoreException {
-    return update("DELETE FROM deny_list WHERE kind = ? AND value = ?", kind, value) > 0;
-  }
 
   // ---- sender allowlists and enc-key ads ----
 
@@ -485,40 +395,15 @@ public final class PgLedgerBackend implements LedgerBackend {
     if (known != null) {
       return known;
     }
-    String senders = queryString("SELECT senders FROM sender_lists WHERE target_pubkey = ?", target);
-    Optional<Set<String>> list = Optional.empty();
-    if (senders != null) {
-      Set<String> out = new LinkedHashSet<>();
-      for (JsonNode n : Json.parse(senders)) {
-        out.add(KeySpelling.canonicalOrSelf(n.asText()));
-      }
-      list = Optional.of(java.util.Collections.unmodifiableSet(out));
-    }
+    Optional<Set<String>> list = allowlistFromDb(target);
     tx.allowlists.put(target, list);
     return list;
   }
 
   @Override
-  public Optional<String> allowlistIat(String target) throws StoreException {
-    return Optional.ofNullable(queryString("SELECT iat FROM sender_lists WHERE target_pubkey = ?", target));
-  }
-
-  @Override
-  public void putAllowlist(String target, List<String> senders, String iat, String record, String sig)
-      throws StoreException {
-    tx.allowlists.clear();
-    update("INSERT INTO sender_lists(target_pubkey, senders, iat, record, sig) VALUES(?, ?, ?, ?, ?)"
-        + " ON CONFLICT(target_pubkey) DO UPDATE SET senders = excluded.senders, iat = excluded.iat,"
-        + " record = excluded.record, sig = excluded.sig", target, Json.stringify(senders), iat, record, sig);
-  }
-
-  @Override
   public void moveAllowlists(String oldKey, List<String> oldSpellings, String newKey) throws StoreException {
     tx.allowlists.clear();
-    if (exists("SELECT 1 FROM sender_lists WHERE target_pubkey = ?", oldKey)) {
-      update("DELETE FROM sender_lists WHERE target_pubkey = ?", newKey);
-      update("UPDATE sender_lists SET target_pubkey = ? WHERE target_pubkey = ?", newKey, oldKey);
-    }
+    moveOwnAllowlist(oldKey, newKey);
     // Rotation is rare: find the lists naming an old spelling by text, rewrite them here.
     Set<String> olds = new HashSet<>(oldSpellings);
     try (PreparedStatement ps = c().prepareStatement("SELECT target_pubkey, senders FROM sender_lists"
@@ -555,32 +440,6 @@ public final class PgLedgerBackend implements LedgerBackend {
     }
   }
 
-  @Override
-  public void putEncAdV1(String hostPubkey, String hostName, String encPub, String sig, String atIso)
-      throws StoreException {
-    update("INSERT INTO enc_ads(host_pubkey, host_name, enc_pub, sig, at) VALUES(?, ?, ?, ?, ?)"
-        + " ON CONFLICT(host_pubkey) DO UPDATE SET host_name = excluded.host_name, enc_pub = excluded.enc_pub,"
-        + " sig = excluded.sig, at = excluded.at", hostPubkey, hostName, encPub, sig, atIso);
-  }
-
-  @Override
-  public Optional<String> encAdV2(String hostPubkey) throws StoreException {
-    return Optional.ofNullable(queryString("SELECT record FROM enc_ad_records WHERE host_pubkey = ?", hostPubkey));
-  }
-
-  @Override
-  public void putEncAdV2(String hostPubkey, String record, String sig, String atIso) throws StoreException {
-    update("INSERT INTO enc_ad_records(host_pubkey, record, sig, at) VALUES(?, ?, ?, ?)"
-        + " ON CONFLICT(host_pubkey) DO UPDATE SET record = excluded.record, sig = excluded.sig, at = excluded.at",
-        hostPubkey, record, sig, atIso);
-  }
-
-  @Override
-  public void dropEncAds(String hostPubkey) throws StoreException {
-    update("DELETE FROM enc_ads WHERE host_pubkey = ?", hostPubkey);
-    update("DELETE FROM enc_ad_records WHERE host_pubkey = ?", hostPubkey);
-  }
-
   // ---- seqs ----
 
   /**
@@ -605,6 +464,60 @@ public final class PgLedgerBackend implements LedgerBackend {
     }
   }
 
+  @Override
+  public boolean locksTargets() {
+    return true;
+  }
+
+  /**
+   * Locks the counter rows of {@code targets} in ascending key order (issue 20 item 3): one statement for the rows
+   * that exist ({@code ORDER BY … COLLATE "C"}, the order of {@link String#compareTo} for the ASCII keys, under
+   * {@code FOR UPDATE} locks rows in output order), then the missing rows are created and locked the same way.
+   */
+  @Override
+  public void lockTargets(java.util.SortedSet<String> targets) throws StoreException {
+    List<String> wanted = new ArrayList<>(targets.size());
+    for (String t : targets) {
+      if (!tx.nextSeq.containsKey(t)) {
+        wanted.add(t);
+      }
+    }
+    if (wanted.isEmpty()) {
+      return;
+    }
+    try {
+      lockExisting(wanted);
+      List<String> missing = new ArrayList<>();
+      for (String t : wanted) {
+        if (!tx.nextSeq.containsKey(t)) {
+          missing.add(t);
+        }
+      }
+      if (!missing.isEmpty()) {
+        try (PreparedStatement ps = c().prepareStatement("INSERT INTO seqs(target_pubkey, next_seq)"
+            + " SELECT t, 1 FROM unnest(?::text[]) AS t ORDER BY t COLLATE \"C\" ON CONFLICT DO NOTHING")) {
+          ps.setArray(1, c().createArrayOf("text", missing.toArray()));
+          ps.executeUpdate();
+        }
+        lockExisting(missing);
+      }
+    } catch (SQLException e) {
+      throw mapped("lock targets", e);
+    }
+  }
+
+  private void lockExisting(List<String> targets) throws SQLException, StoreException {
+    try (PreparedStatement ps = c().prepareStatement("SELECT target_pubkey, next_seq FROM seqs"
+        + " WHERE target_pubkey = ANY(?) ORDER BY target_pubkey COLLATE \"C\" FOR UPDATE")) {
+      ps.setArray(1, c().createArrayOf("text", targets.toArray()));
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          tx.nextSeq.put(rs.getString(1), rs.getLong(2));
+        }
+      }
+    }
+  }
+
   private Long lockedNext(String target) throws SQLException, StoreException {
     try (PreparedStatement ps = c().prepareStatement(
         "SELECT next_seq FROM seqs WHERE target_pubkey = ? FOR UPDATE")) {
@@ -619,9 +532,7 @@ public final class PgLedgerBackend implements LedgerBackend {
   public long nextSeq(String target) throws StoreException {
     if (conn == null) {
       return outside(() -> {
-        Long next = queryString("SELECT next_seq FROM seqs WHERE target_pubkey = ?", target) == null ? null
-            : queryLong("SELECT next_seq FROM seqs WHERE target_pubkey = ?", target);
-        return next == null ? 1L : next;
+        return text(SqlCatalogue.NEXT_SEQ, target).map(Long::parseLong).orElse(1L);
       });
     }
     return lockTarget(target);
@@ -653,55 +564,10 @@ public final class PgLedgerBackend implements LedgerBackend {
 
   // ---- dedup ----
 
-  @Override
-  public boolean insertDedup(DedupRow row) throws StoreException {
-    return update("INSERT INTO dedup(sender_pubkey, item_id, target_pubkey, wire_hash, seq, accepted_at)"
-        + " VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", row.sender(), row.itemId(), row.target(),
-        row.wireHash(), row.seq(), row.acceptedAt()) == 1;
-  }
-
-  @Override
-  public Optional<DedupRow> dedup(String sender, String itemId, String target) throws StoreException {
-    try (PreparedStatement ps = c().prepareStatement("SELECT wire_hash, seq, accepted_at FROM dedup"
-        + " WHERE sender_pubkey = ? AND item_id = ? AND target_pubkey = ?")) {
-      ps.setString(1, sender);
-      ps.setString(2, itemId);
-      ps.setString(3, target);
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next() ? Optional.of(new DedupRow(sender, itemId, target, rs.getString(1), rs.getLong(2),
-            rs.getString(3))) : Optional.empty();
-      }
-    } catch (SQLException e) {
-      throw mapped("dedup", e);
-    }
-  }
-
-  @Override
-  public void moveDedup(String sender, String itemId, String from, String to, long newSeq) throws StoreException {
-    update("UPDATE dedup SET target_pubkey = ?, seq = ? WHERE sender_pubkey = ? AND item_id = ? AND target_pubkey = ?"
-        + " AND NOT EXISTS (SELECT 1 FROM dedup d WHERE d.sender_pubkey = ? AND d.item_id = ? AND d.target_pubkey = ?)",
-        to, newSeq, sender, itemId, from, sender, itemId, to);
-  }
-
-  @Override
-  public void moveRemainingDedup(String from, String to) throws StoreException {
-    update("UPDATE dedup SET target_pubkey = ? WHERE target_pubkey = ? AND NOT EXISTS (SELECT 1 FROM dedup d"
-        + " WHERE d.sender_pubkey = dedup.sender_pubkey AND d.item_id = dedup.item_id AND d.target_pubkey = ?)",
-        to, from, to);
-    update("DELETE FROM dedup WHERE target_pubkey = ?", from);
-  }
-
-  @Override
-  public int pruneDedup(String beforeIso, int maxRows) throws StoreException {
-    return update("DELETE FROM dedup WHERE ctid IN (SELECT d.ctid FROM dedup d WHERE d.accepted_at < ?"
-        + " AND NOT EXISTS (SELECT 1 FROM items i WHERE i.target_pubkey = d.target_pubkey AND i.seq = d.seq)"
-        + " LIMIT ?)", beforeIso, maxRows);
-  }
-
   // ---- items ----
 
   /** Inserts the row and counts it per target and per target sender in one statement. */
-  private static final String INSERT_ITEM = "WITH i AS (INSERT INTO items(" + ITEM_COLUMNS + ")"
+  private static final String INSERT_ITEM = "WITH i AS (INSERT INTO items(" + SqlCatalogue.ITEM_COLUMNS + ")"
       + " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING 1),"
       + " q AS (INSERT INTO queue_usage(target_pubkey, items, bytes) VALUES(?, 1, ?) ON CONFLICT(target_pubkey)"
       + " DO UPDATE SET items = queue_usage.items + 1, bytes = queue_usage.bytes + excluded.bytes RETURNING 1)"
@@ -757,21 +623,34 @@ public final class PgLedgerBackend implements LedgerBackend {
     tx.storeBytes += bytes;
   }
 
-  /** Uncounts deleted rows (sender, bytes) of one target. */
-  private void uncount(String target, List<Object[]> deleted) throws StoreException {
-    if (deleted.isEmpty()) {
+  /** Runs one of the catalogue's item deletes and uncounts what it deleted; rows deleted. */
+  @Override
+  protected int deleteCounted(String sql, String target, long seq) throws StoreException {
+    Map<String, long[]> bySender = new TreeMap<>();
+    int n;
+    try {
+      n = deleteReturning(sql, target, seq, (sender, bytes) -> {
+        long[] s = bySender.computeIfAbsent(sender, k -> new long[2]);
+        s[0]++;
+        s[1] += bytes;
+      });
+    } catch (SQLException e) {
+      throw mapped("delete items", e);
+    }
+    uncount(target, bySender);
+    return n;
+  }
+
+  /** Uncounts deleted rows of one target: sender → {items, bytes}, in key order. */
+  private void uncount(String target, Map<String, long[]> bySender) throws StoreException {
+    if (bySender.isEmpty()) {
       return;
     }
-    Map<String, long[]> bySender = new TreeMap<>();
     long items = 0;
     long bytes = 0;
-    for (Object[] d : deleted) {
-      long b = (Long) d[1];
-      long[] s = bySender.computeIfAbsent((String) d[0], k -> new long[2]);
-      s[0]++;
-      s[1] += b;
-      items++;
-      bytes += b;
+    for (long[] d : bySender.values()) {
+      items += d[0];
+      bytes += d[1];
     }
     update("UPDATE queue_usage SET items = items - ?, bytes = bytes - ? WHERE target_pubkey = ?", items, bytes,
         target);
@@ -795,61 +674,6 @@ public final class PgLedgerBackend implements LedgerBackend {
     update("DELETE FROM sender_usage WHERE target_pubkey = ? AND items <= 0", target);
   }
 
-  private List<Object[]> deleteReturning(String sql, Object... args) throws StoreException {
-    List<Object[]> out = new ArrayList<>();
-    try (PreparedStatement ps = prepare(sql, args); ResultSet rs = ps.executeQuery()) {
-      while (rs.next()) {
-        out.add(new Object[] {rs.getString(1), rs.getLong(2)});
-      }
-    } catch (SQLException e) {
-      throw mapped("delete items", e);
-    }
-    return out;
-  }
-
-  @Override
-  public int deleteThrough(String target, long through) throws StoreException {
-    List<Object[]> gone = deleteReturning("DELETE FROM items WHERE target_pubkey = ? AND seq <= ?"
-        + " RETURNING sender_pubkey, bytes", target, through);
-    uncount(target, gone);
-    return gone.size();
-  }
-
-  @Override
-  public boolean deleteItem(String target, long seq) throws StoreException {
-    List<Object[]> gone = deleteReturning("DELETE FROM items WHERE target_pubkey = ? AND seq = ?"
-        + " RETURNING sender_pubkey, bytes", target, seq);
-    uncount(target, gone);
-    return !gone.isEmpty();
-  }
-
-  @Override
-  public List<ItemRow> queue(String target) throws StoreException {
-    return items("SELECT " + ITEM_COLUMNS + " FROM items WHERE target_pubkey = ? ORDER BY seq", true, target);
-  }
-
-  @Override
-  public int deleteQueue(String target) throws StoreException {
-    List<Object[]> gone = deleteReturning("DELETE FROM items WHERE target_pubkey = ? RETURNING sender_pubkey, bytes",
-        target);
-    uncount(target, gone);
-    return gone.size();
-  }
-
-  @Override
-  public Optional<ItemRow> item(String target, long seq) throws StoreException {
-    List<ItemRow> rows = items("SELECT " + ITEM_COLUMNS + " FROM items WHERE target_pubkey = ? AND seq = ?", true,
-        target, seq);
-    return rows.isEmpty() ? Optional.empty() : Optional.of(rows.get(0));
-  }
-
-  @Override
-  public void setAside(String target, long seq, String foundAtIso) throws StoreException {
-    update("INSERT INTO damaged_items(" + ITEM_COLUMNS + ", found_at) SELECT " + ITEM_COLUMNS + ", ? FROM items"
-        + " WHERE target_pubkey = ? AND seq = ?", foundAtIso, target, seq);
-    deleteItem(target, seq);
-  }
-
   /**
    * The sweep's batch, or nothing when another instance holds the sweep lock (it sweeps this round; two sweepers
    * would write two expiry notices for one item).
@@ -859,16 +683,7 @@ public final class PgLedgerBackend implements LedgerBackend {
     if (!tryXactLock(PgSchema.LOCK_SWEEP)) {
       return List.of();
     }
-    return items("SELECT target_pubkey, seq, kind, item_id, sender_pubkey, sender_host, NULL, wire_hash, bytes,"
-        + " accepted_at, expires_at FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?"
-        + " ORDER BY expires_at, target_pubkey, seq LIMIT ?", false, atIso, maxRows);
-  }
-
-  @Override
-  public long raiseAcked(String target, long through) throws StoreException {
-    return queryLong("INSERT INTO acked(target_pubkey, acked_through) VALUES(?, ?) ON CONFLICT(target_pubkey)"
-        + " DO UPDATE SET acked_through = greatest(acked.acked_through, excluded.acked_through)"
-        + " RETURNING acked_through", target, through);
+    return super.expiring(atIso, maxRows);
   }
 
   // ---- usage ----
@@ -878,7 +693,7 @@ public final class PgLedgerBackend implements LedgerBackend {
     lockTarget(target);
     long[] u = tx.targetUsage.get(target);
     if (u == null) {
-      u = counters("SELECT items, bytes FROM queue_usage WHERE target_pubkey = ?", target);
+      u = counters(SqlCatalogue.QUEUE_USAGE, target);
       tx.targetUsage.put(target, u);
     }
     return new Usage(u[0], u[1]);
@@ -901,9 +716,7 @@ public final class PgLedgerBackend implements LedgerBackend {
   public Usage accountUsage(String account) throws StoreException {
     long[] u = tx.accountUsage.get(account);
     if (u == null) {
-      u = counters("SELECT coalesce(sum(q.items), 0), coalesce(sum(q.bytes), 0) FROM enrolments e"
-          + " JOIN queue_usage q ON q.target_pubkey = e.host_pubkey WHERE e.account = ? AND e.revoked_at IS NULL",
-          account);
+      u = counters(SqlCatalogue.ACCOUNT_USAGE, account);
       tx.accountUsage.put(account, u);
     }
     return new Usage(u[0], u[1]);
@@ -913,7 +726,7 @@ public final class PgLedgerBackend implements LedgerBackend {
   public Usage senderTotal(String sender) throws StoreException {
     long[] committed = tx.senderCommitted.get(sender);
     if (committed == null) {
-      committed = counters("SELECT items, bytes FROM sender_totals WHERE sender_pubkey = ?", sender);
+      committed = counters(SqlCatalogue.SENDER_TOTAL, sender);
       tx.senderCommitted.put(sender, committed);
     }
     long[] d = tx.senderDelta.getOrDefault(sender, new long[2]);
@@ -928,22 +741,50 @@ public final class PgLedgerBackend implements LedgerBackend {
     return new Usage(tx.storeCommitted[0] + tx.storeItems, tx.storeCommitted[1] + tx.storeBytes);
   }
 
-  private long[] counters(String sql, Object... args) throws StoreException {
-    Usage u = usage(sql, args);
-    return new long[] {u.items(), u.bytes()};
-  }
-
   @Override
   public void close() {
     rollback();
   }
 
-  // ---- helpers ----
+  // ---- JdbcLedgerBackend ----
 
-  static Enrolment enrolment(ResultSet rs) throws SQLException {
-    return new Enrolment(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4), rs.getString(5),
-        rs.getString(6), rs.getString(7));
+  @Override
+  protected Dialect dialect() {
+    return Dialect.POSTGRES;
   }
+
+  /** Prepared once per transaction (the connection goes back to the pool at its end); closed by {@link #end()}. */
+  @Override
+  protected PreparedStatement cached(String sql) throws SQLException {
+    PreparedStatement ps = statements.get(sql);
+    if (ps == null || ps.isClosed()) {
+      if (conn == null) {
+        throw new SQLException("no open transaction", "08003");
+      }
+      ps = conn.prepareStatement(sql);
+      statements.put(sql, ps);
+    }
+    return ps;
+  }
+
+  @Override
+  protected StoreException fail(String what, SQLException e) {
+    return mapped(what, e);
+  }
+
+  @Override
+  protected void enrolmentChanged(String key) {
+    tx.enrolmentsChanged.add(key);
+    tx.enrolments.remove(key);
+    tx.accountUsage.clear(); // which targets count for an account may have changed
+  }
+
+  @Override
+  protected void allowlistChanged(String target) {
+    tx.allowlists.clear();
+  }
+
+  // ---- helpers ----
 
   /**
    * Maps a driver failure to the ledger's classes: conflicts (40001, 40P01, 23505) are retryable; integrity and data
@@ -966,101 +807,7 @@ public final class PgLedgerBackend implements LedgerBackend {
   }
 
   private boolean tryXactLock(int key) throws StoreException {
-    try (PreparedStatement ps = c().prepareStatement("SELECT pg_try_advisory_xact_lock(?, ?)")) {
-      ps.setInt(1, PgSchema.LOCK_NAMESPACE);
-      ps.setInt(2, key);
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return rs.getBoolean(1);
-      }
-    } catch (SQLException e) {
-      throw mapped("advisory lock", e);
-    }
+    return exists("SELECT 1 WHERE pg_try_advisory_xact_lock(?, ?)", PgSchema.LOCK_NAMESPACE, key);
   }
 
-  private PreparedStatement prepare(String sql, Object... args) throws SQLException, StoreException {
-    PreparedStatement ps = c().prepareStatement(sql);
-    for (int i = 0; i < args.length; i++) {
-      Object a = args[i];
-      if (a == null) {
-        ps.setNull(i + 1, java.sql.Types.VARCHAR);
-      } else if (a instanceof Long l) {
-        ps.setLong(i + 1, l);
-      } else if (a instanceof Integer n) {
-        ps.setInt(i + 1, n);
-      } else if (a instanceof Array arr) {
-        ps.setArray(i + 1, arr);
-      } else {
-        ps.setString(i + 1, a.toString());
-      }
-    }
-    return ps;
-  }
-
-  private int update(String sql, Object... args) throws StoreException {
-    try (PreparedStatement ps = prepare(sql, args)) {
-      return ps.executeUpdate();
-    } catch (SQLException e) {
-      throw mapped(sql.substring(0, Math.min(40, sql.length())), e);
-    }
-  }
-
-  private boolean exists(String sql, Object... args) throws StoreException {
-    try (PreparedStatement ps = prepare(sql + " LIMIT 1", args); ResultSet rs = ps.executeQuery()) {
-      return rs.next();
-    } catch (SQLException e) {
-      throw mapped("exists", e);
-    }
-  }
-
-  private String queryString(String sql, Object... args) throws StoreException {
-    try (PreparedStatement ps = prepare(sql, args); ResultSet rs = ps.executeQuery()) {
-      return rs.next() ? rs.getString(1) : null;
-    } catch (SQLException e) {
-      throw mapped("query", e);
-    }
-  }
-
-  private List<String> queryStrings(String sql, Object... args) throws StoreException {
-    List<String> out = new ArrayList<>();
-    try (PreparedStatement ps = prepare(sql, args); ResultSet rs = ps.executeQuery()) {
-      while (rs.next()) {
-        out.add(rs.getString(1));
-      }
-      return out;
-    } catch (SQLException e) {
-      throw mapped("query", e);
-    }
-  }
-
-  private long queryLong(String sql, Object... args) throws StoreException {
-    try (PreparedStatement ps = prepare(sql, args); ResultSet rs = ps.executeQuery()) {
-      rs.next();
-      return rs.getLong(1);
-    } catch (SQLException e) {
-      throw mapped("query", e);
-    }
-  }
-
-  private Usage usage(String sql, Object... args) throws StoreException {
-    try (PreparedStatement ps = prepare(sql, args); ResultSet rs = ps.executeQuery()) {
-      return rs.next() ? new Usage(rs.getLong(1), rs.getLong(2)) : Usage.NONE;
-    } catch (SQLException e) {
-      throw mapped("usage", e);
-    }
-  }
-
-  private List<ItemRow> items(String sql, boolean withWire, Object... args) throws StoreException {
-    List<ItemRow> out = new ArrayList<>();
-    try (PreparedStatement ps = prepare(sql, args); ResultSet rs = ps.executeQuery()) {
-      while (rs.next()) {
-        out.add(new ItemRow(rs.getString(1), rs.getLong(2), rs.getString(3), rs.getString(4), rs.getString(5),
-            rs.getString(6), withWire ? rs.getBytes(7) : null, rs.getString(8), rs.getLong(9), rs.getString(10),
-            rs.getString(11)));
-      }
-      return out;
-    } catch (SQLException e) {
-      throw mapped("items", e);
-    }
-  }
 }

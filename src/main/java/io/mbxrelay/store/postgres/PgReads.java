@@ -6,7 +6,9 @@ import io.mbxrelay.store.model.DenyEntry;
 import io.mbxrelay.store.model.EncAds;
 import io.mbxrelay.store.model.Enrolment;
 import io.mbxrelay.store.model.HostState;
+import io.mbxrelay.store.jdbc.Dialect;
 import io.mbxrelay.store.jdbc.JdbcPage;
+import io.mbxrelay.store.jdbc.SqlCatalogue;
 import io.mbxrelay.store.model.Page;
 import io.mbxrelay.store.model.QueueStats;
 import io.mbxrelay.store.spi.RelayReads;
@@ -29,9 +31,6 @@ import java.util.Optional;
  * <p>Safe on any event loop; futures complete on the caller's context.
  */
 public final class PgReads implements RelayReads {
-  private static final String ENROLMENT_COLUMNS = "host_pubkey, host_name, owner_fp, account, authorized_by,"
-      + " enrolled_at, revoked_at";
-
   private final AgroalDataSource pool;
   private final WorkerExecutor readers;
 
@@ -85,8 +84,7 @@ public final class PgReads implements RelayReads {
   @Override
   public Future<Optional<Enrolment>> enrolment(String hostPubkey) {
     return read(c -> {
-      try (PreparedStatement ps = prepared(c, "SELECT " + ENROLMENT_COLUMNS + " FROM enrolments WHERE host_pubkey = ?",
-          hostPubkey); ResultSet rs = ps.executeQuery()) {
+      try (PreparedStatement ps = prepared(c, SqlCatalogue.ENROLMENT, hostPubkey); ResultSet rs = ps.executeQuery()) {
         return rs.next() ? Optional.of(PgLedgerBackend.enrolment(rs)) : Optional.<Enrolment>empty();
       }
     });
@@ -95,9 +93,7 @@ public final class PgReads implements RelayReads {
   @Override
   public Future<List<Enrolment>> liveByName(String name, int limit) {
     return read(c -> {
-      try (PreparedStatement ps = prepared(c, "SELECT " + ENROLMENT_COLUMNS + " FROM enrolments"
-          + " WHERE lower(host_name COLLATE \"C\") = lower(? COLLATE \"C\") AND revoked_at IS NULL"
-          + " ORDER BY enrolled_at DESC LIMIT ?", name, limit); ResultSet rs = ps.executeQuery()) {
+      try (PreparedStatement ps = prepared(c, Dialect.POSTGRES.liveByName, name, limit); ResultSet rs = ps.executeQuery()) {
         List<Enrolment> out = new ArrayList<>();
         while (rs.next()) {
           out.add(PgLedgerBackend.enrolment(rs));
@@ -110,10 +106,7 @@ public final class PgReads implements RelayReads {
   @Override
   public Future<HostState> hostState(String hostPubkey) {
     return read(c -> {
-      try (PreparedStatement ps = prepared(c, "SELECT (SELECT next_seq FROM seqs WHERE target_pubkey = ?),"
-          + " (SELECT acked_through FROM acked WHERE target_pubkey = ?),"
-          + " (SELECT enc_pub FROM enc_ads WHERE host_pubkey = ?),"
-          + " (SELECT record FROM enc_ad_records WHERE host_pubkey = ?)", hostPubkey, hostPubkey, hostPubkey,
+      try (PreparedStatement ps = prepared(c, SqlCatalogue.HOST_STATE, hostPubkey, hostPubkey, hostPubkey,
           hostPubkey); ResultSet rs = ps.executeQuery()) {
         rs.next();
         long next = rs.getLong(1);
@@ -145,15 +138,15 @@ public final class PgReads implements RelayReads {
   /** {@link JdbcPage} in this read's snapshot. */
   private static Page readPage(Connection c, String target, long after, int limit, long maxBytes)
       throws SQLException {
-    try (PreparedStatement plan = c.prepareStatement(JdbcPage.PLAN);
-        PreparedStatement fetch = c.prepareStatement(JdbcPage.FETCH);
-        PreparedStatement head = c.prepareStatement(JdbcPage.HEAD)) {
+    try (PreparedStatement plan = c.prepareStatement(SqlCatalogue.PAGE_PLAN);
+        PreparedStatement fetch = c.prepareStatement(SqlCatalogue.PAGE_FETCH);
+        PreparedStatement head = c.prepareStatement(SqlCatalogue.NEXT_SEQ)) {
       return JdbcPage.read(plan, fetch, head, target, after, limit, maxBytes);
     }
   }
 
   private static long head(Connection c, String target) throws SQLException {
-    try (PreparedStatement ps = prepared(c, "SELECT next_seq FROM seqs WHERE target_pubkey = ?", target);
+    try (PreparedStatement ps = prepared(c, SqlCatalogue.NEXT_SEQ, target);
         ResultSet rs = ps.executeQuery()) {
       return rs.next() ? rs.getLong(1) - 1 : 0;
     }
@@ -167,8 +160,7 @@ public final class PgReads implements RelayReads {
   @Override
   public Future<QueueStats> queueStats() {
     return read(c -> {
-      try (PreparedStatement ps = prepared(c, "SELECT coalesce(sum(items), 0), coalesce(sum(bytes), 0),"
-          + " coalesce(max(items), 0), coalesce(max(bytes), 0) FROM queue_usage"); ResultSet rs = ps.executeQuery()) {
+      try (PreparedStatement ps = prepared(c, SqlCatalogue.QUEUE_STATS); ResultSet rs = ps.executeQuery()) {
         rs.next();
         return new QueueStats(rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(4));
       }
@@ -178,7 +170,7 @@ public final class PgReads implements RelayReads {
   @Override
   public Future<Void> probe() {
     return read(c -> {
-      try (PreparedStatement ps = prepared(c, "SELECT 1"); ResultSet rs = ps.executeQuery()) {
+      try (PreparedStatement ps = prepared(c, SqlCatalogue.PROBE); ResultSet rs = ps.executeQuery()) {
         rs.next();
         return null;
       }
@@ -188,10 +180,7 @@ public final class PgReads implements RelayReads {
   @Override
   public Future<Optional<EncAds>> encAds(String hostPubkey) {
     return read(c -> {
-      try (PreparedStatement ps = prepared(c, "SELECT e.host_name, e.host_pubkey, a.enc_pub, a.sig, r.record, r.sig"
-          + " FROM enrolments e LEFT JOIN enc_ads a ON a.host_pubkey = e.host_pubkey"
-          + " LEFT JOIN enc_ad_records r ON r.host_pubkey = e.host_pubkey"
-          + " WHERE e.host_pubkey = ? AND e.revoked_at IS NULL", hostPubkey); ResultSet rs = ps.executeQuery()) {
+      try (PreparedStatement ps = prepared(c, SqlCatalogue.ENC_ADS, hostPubkey); ResultSet rs = ps.executeQuery()) {
         if (!rs.next()) {
           return Optional.<EncAds>empty();
         }
@@ -204,8 +193,7 @@ public final class PgReads implements RelayReads {
   @Override
   public Future<List<DenyEntry>> denyList() {
     return read(c -> {
-      try (PreparedStatement ps = prepared(c, "SELECT kind, value, note, added_at FROM deny_list"
-          + " ORDER BY added_at, kind, value"); ResultSet rs = ps.executeQuery()) {
+      try (PreparedStatement ps = prepared(c, SqlCatalogue.DENY_LIST); ResultSet rs = ps.executeQuery()) {
         List<DenyEntry> out = new ArrayList<>();
         while (rs.next()) {
           out.add(new DenyEntry(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4)));

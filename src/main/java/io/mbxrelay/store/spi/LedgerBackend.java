@@ -176,6 +176,26 @@ public interface LedgerBackend extends AutoCloseable {
    */
   long nextSeq(String target) throws StoreException;
 
+  /**
+   * Whether this backend locks per-target rows until COMMIT (several writers on one database): then the ledger calls
+   * {@link #lockTargets} with each batch's targets before the batch's first command. False (the default) for a
+   * backend with one writer, which then pays nothing for it.
+   */
+  default boolean locksTargets() {
+    return false;
+  }
+
+  /**
+   * Locks the counters of {@code targets}, in the order given (ascending {@link String} order, the canonical lock
+   * order shared by every writer: issue 20 item 3), as {@link #nextSeq} would one by one. A target without a counter
+   * row gets one. Called only when {@link #locksTargets()}; inside a transaction.
+   *
+   * @param targets distinct target keys, ascending
+   */
+  default void lockTargets(java.util.SortedSet<String> targets) throws StoreException {
+    // one writer: nothing to order
+  }
+
   /** Records that {@code seq} was allocated to the target: {@code next_seq = seq + 1}; never moves it back. */
   void useSeq(String target, long seq) throws StoreException;
 

@@ -3,6 +3,8 @@ package io.mbxrelay.store.sqlite;
 import io.agroal.api.AgroalDataSource;
 import io.agroal.api.configuration.supplier.AgroalDataSourceConfigurationSupplier;
 import io.mbxrelay.budget.PageBudget;
+import io.mbxrelay.store.jdbc.Dialect;
+import io.mbxrelay.store.jdbc.SqlCatalogue;
 import io.mbxrelay.store.model.DenyEntry;
 import io.mbxrelay.store.model.EncAds;
 import io.mbxrelay.store.model.Enrolment;
@@ -95,8 +97,7 @@ public final class SqliteReads implements RelayReads {
    */
   @Override
   public Future<Optional<Enrolment>> enrolment(String hostPubkey) {
-    return read(c -> c.preparedQuery("SELECT host_pubkey, host_name, owner_fp, account, authorized_by, enrolled_at,"
-            + " revoked_at FROM enrolments WHERE host_pubkey = ?")
+    return read(c -> c.preparedQuery(SqlCatalogue.ENROLMENT)
         .execute(Tuple.of(hostPubkey)))
         .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(enrolment(rows.iterator().next())));
   }
@@ -110,9 +111,7 @@ public final class SqliteReads implements RelayReads {
    */
   @Override
   public Future<List<Enrolment>> liveByName(String name, int limit) {
-    return read(c -> c.preparedQuery("SELECT host_pubkey, host_name, owner_fp, account, authorized_by, enrolled_at,"
-            + " revoked_at FROM enrolments WHERE lower(host_name) = lower(?) AND revoked_at IS NULL"
-            + " ORDER BY enrolled_at DESC LIMIT ?")
+    return read(c -> c.preparedQuery(Dialect.SQLITE.liveByName)
         .execute(Tuple.of(name, limit)))
         .map(rows -> {
           List<Enrolment> out = new ArrayList<>(rows.size());
@@ -143,10 +142,7 @@ public final class SqliteReads implements RelayReads {
    */
   @Override
   public Future<HostState> hostState(String hostPubkey) {
-    return read(c -> c.preparedQuery("SELECT (SELECT next_seq FROM seqs WHERE target_pubkey = ?),"
-            + " (SELECT acked_through FROM acked WHERE target_pubkey = ?),"
-            + " (SELECT enc_pub FROM enc_ads WHERE host_pubkey = ?),"
-            + " (SELECT record FROM enc_ad_records WHERE host_pubkey = ?)")
+    return read(c -> c.preparedQuery(SqlCatalogue.HOST_STATE)
         .execute(Tuple.of(hostPubkey, hostPubkey, hostPubkey, hostPubkey)))
         .map(rows -> {
           Row r = rows.iterator().next();
@@ -227,8 +223,8 @@ public final class SqliteReads implements RelayReads {
       // of pulls, a heap leak).
       java.sql.Connection conn = pooled.unwrap(org.sqlite.SQLiteConnection.class);
       c = new PageConnection(pooled, conn, conn.prepareStatement("BEGIN"), conn.prepareStatement("COMMIT"),
-          conn.prepareStatement(io.mbxrelay.store.jdbc.JdbcPage.PLAN), conn.prepareStatement(io.mbxrelay.store.jdbc.JdbcPage.FETCH),
-          conn.prepareStatement(io.mbxrelay.store.jdbc.JdbcPage.HEAD));
+          conn.prepareStatement(SqlCatalogue.PAGE_PLAN), conn.prepareStatement(SqlCatalogue.PAGE_FETCH),
+          conn.prepareStatement(SqlCatalogue.NEXT_SEQ));
       pageConnection.set(c);
       pageConnections.add(c);
     }
@@ -236,7 +232,7 @@ public final class SqliteReads implements RelayReads {
   }
 
   private static Future<Long> head(SqlConnection conn, String target) {
-    return conn.preparedQuery("SELECT next_seq FROM seqs WHERE target_pubkey = ?")
+    return conn.preparedQuery(SqlCatalogue.NEXT_SEQ)
         .execute(Tuple.of(target))
         .map(rows -> rows.size() == 0 ? 0L : rows.iterator().next().getLong(0) - 1);
   }
@@ -259,8 +255,7 @@ public final class SqliteReads implements RelayReads {
    */
   @Override
   public Future<QueueStats> queueStats() {
-    return read(c -> c.query("SELECT coalesce(sum(items), 0), coalesce(sum(bytes), 0), coalesce(max(items), 0),"
-            + " coalesce(max(bytes), 0) FROM queue_usage")
+    return read(c -> c.query(SqlCatalogue.QUEUE_STATS)
         .execute()
         .map(rows -> {
           Row r = rows.iterator().next();
@@ -271,7 +266,7 @@ public final class SqliteReads implements RelayReads {
   /** A trivial query through the pool (readiness). */
   @Override
   public Future<Void> probe() {
-    return pool.query("SELECT 1").execute().mapEmpty();
+    return pool.query(SqlCatalogue.PROBE).execute().mapEmpty();
   }
 
   // ---- trust reads (issue 3): enc-key ads and the deny list ----
@@ -284,10 +279,7 @@ public final class SqliteReads implements RelayReads {
    */
   @Override
   public Future<Optional<EncAds>> encAds(String hostPubkey) {
-    return read(c -> c.preparedQuery("SELECT e.host_name, e.host_pubkey, a.enc_pub, a.sig, r.record, r.sig"
-            + " FROM enrolments e LEFT JOIN enc_ads a ON a.host_pubkey = e.host_pubkey"
-            + " LEFT JOIN enc_ad_records r ON r.host_pubkey = e.host_pubkey"
-            + " WHERE e.host_pubkey = ? AND e.revoked_at IS NULL")
+    return read(c -> c.preparedQuery(SqlCatalogue.ENC_ADS)
         .execute(Tuple.of(hostPubkey)))
         .map(rows -> {
           if (rows.size() == 0) {
@@ -306,7 +298,7 @@ public final class SqliteReads implements RelayReads {
    */
   @Override
   public Future<List<DenyEntry>> denyList() {
-    return read(c -> c.preparedQuery("SELECT kind, value, note, added_at FROM deny_list ORDER BY added_at, kind, value")
+    return read(c -> c.preparedQuery(SqlCatalogue.DENY_LIST)
         .execute(Tuple.tuple()))
         .map(rows -> {
           List<DenyEntry> out = new ArrayList<>(rows.size());

@@ -1,0 +1,340 @@
+package io.mbxrelay.store.sqlite;
+
+import io.mbxrelay.store.jdbc.SqlCatalogue;
+import io.mbxrelay.store.model.Enrolment;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The writer's counters and seqs over its cached state ({@link WriterState}): loads an entry from the tables on first
+ * use (as the writer's own connection sees them, the open transaction included), counts every row the writer adds or
+ * deletes, takes changes back to a savepoint through the journals, and writes each touched key's {@code seqs},
+ * {@code queue_usage} and {@code sender_totals} row once right before COMMIT (docs/architecture.md "The writer's
+ * state"). SQLite only: one writer, so what it counted is what the tables will hold.
+ *
+ * <p>Threading: writer thread only.
+ */
+final class WriterCounters {
+  /** The writer connection's cached prepared statement for a text (the caller does not close it). */
+  @FunctionalInterface
+  interface Statements {
+    PreparedStatement get(String sql) throws SQLException;
+  }
+
+  /** The enrolment of a key as the open transaction sees it. */
+  @FunctionalInterface
+  interface Enrolments {
+    Optional<Enrolment> get(String key) throws SQLException;
+  }
+
+  private final WriterState state;
+  private final Statements statements;
+  private final Enrolments enrolments;
+
+  WriterCounters(WriterState state, Statements statements, Enrolments enrolments) {
+    this.state = state;
+    this.statements = statements;
+    this.enrolments = enrolments;
+  }
+
+  /** Takes back the seq advances after {@code mark} in the seq journal (newest first). */
+  void undoSeqs(int mark) {
+    for (int i = state.seqJournal.size() - 1; i >= mark; i--) {
+      WriterState.SeqUndo u = state.seqJournal.remove(i);
+      if (u.before() == null) {
+        state.nextSeq.remove(u.target());
+      } else {
+        state.nextSeq.put(u.target(), u.before());
+      }
+      if (!u.dirty()) {
+        state.dirtySeqs.remove(u.target());
+      }
+    }
+  }
+
+  /** Takes back the counted changes after {@code mark} in the journal (newest first). */
+  void undoCounts(int mark) {
+    for (int i = state.journal.size() - 1; i >= mark; i--) {
+      WriterState.Delta d = state.journal.remove(i);
+      count(d.target(), d.sender(), -d.items(), -d.bytes());
+    }
+  }
+
+  /** A sender's queued items and bytes over all targets: its {@code sender_totals} row plus this transaction's. */
+  long[] senderTotalRow(String sender) throws SQLException {
+    long[] u = state.senderTotals.get(sender);
+    if (u == null) {
+      u = new long[2];
+      PreparedStatement ps = statements.get(SqlCatalogue.SENDER_TOTAL);
+      ps.setString(1, sender);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (rs.next()) {
+          u[0] = rs.getLong(1);
+          u[1] = rs.getLong(2);
+        }
+      }
+      long[] p = state.pendingSenders.get(sender);
+      if (p != null) {
+        u[0] += p[0];
+        u[1] += p[1];
+      }
+      state.senderTotals.put(sender, u);
+    }
+    return u;
+  }
+
+  /** Queued items and bytes of the whole store, from {@code queue_usage} once, then kept. */
+  long[] storeTotalsRow() throws SQLException {
+    if (state.storeTotals == null) {
+      long[] u = new long[2];
+      try (ResultSet rs = statements.get("SELECT coalesce(sum(items), 0), coalesce(sum(bytes), 0) FROM queue_usage")
+          .executeQuery()) {
+        rs.next();
+        u[0] = rs.getLong(1);
+        u[1] = rs.getLong(2);
+      }
+      for (long[] p : state.pending.values()) {
+        u[0] += p[0];
+        u[1] += p[1];
+      }
+      state.storeTotals = u;
+    }
+    return state.storeTotals;
+  }
+
+  /** A target's queue usage as this transaction sees it: its {@code queue_usage} row plus this transaction's changes. */
+  WriterState.TargetUsage usage(String target) throws SQLException {
+    WriterState.TargetUsage u = state.usage.get(target);
+    if (u == null) {
+      u = new WriterState.TargetUsage();
+      PreparedStatement ps = statements.get(SqlCatalogue.QUEUE_USAGE);
+      ps.setString(1, target);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (rs.next()) {
+          u.items = rs.getLong(1);
+          u.bytes = rs.getLong(2);
+        }
+      }
+      long[] p = state.pending.get(target);
+      if (p != null) {
+        u.items += p[0];
+        u.bytes += p[1];
+      }
+      state.usage.put(target, u);
+    }
+    return u;
+  }
+
+  /** Per-sender shares of a target's queue, counted from its rows the first time they are needed. */
+  java.util.Map<String, long[]> senders(String target, WriterState.TargetUsage u) throws SQLException {
+    if (u.bySender == null) {
+      java.util.Map<String, long[]> m = new java.util.HashMap<>();
+      PreparedStatement ps = statements.get("SELECT sender_pubkey, count(*), coalesce(sum(bytes), 0) FROM items"
+          + " WHERE target_pubkey=? GROUP BY sender_pubkey");
+      ps.setString(1, target);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          m.put(rs.getString(1), new long[] {rs.getLong(2), rs.getLong(3)});
+        }
+      }
+      u.bySender = m;
+    }
+    return u.bySender;
+  }
+
+  /** Items and bytes queued for the live hosts of an account (docs/protocol.md §3 owner quota). */
+  long[] accountUsageRow(String account) throws SQLException {
+    long[] u = state.accountUsage.get(account);
+    if (u == null) {
+      PreparedStatement ps = statements.get(SqlCatalogue.ACCOUNT_USAGE);
+      ps.setString(1, account);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        u = new long[] {rs.getLong(1), rs.getLong(2)};
+      }
+      for (var e : state.pending.entrySet()) { // this transaction's changes are not in queue_usage yet
+        Optional<Enrolment> t = enrolments.get(e.getKey());
+        if (t.isPresent() && t.get().live() && account.equals(t.get().account())) {
+          u[0] += e.getValue()[0];
+          u[1] += e.getValue()[1];
+        }
+      }
+      state.accountUsage.put(account, u);
+    }
+    return u;
+  }
+
+  /**
+   * Counts rows added ({@code n > 0}) or deleted ({@code n < 0}) for a target: in the transaction's pending
+   * {@code queue_usage} change, in whatever usage is held in memory, and in the command's journal (so a rollback can
+   * take it back).
+   *
+   * @param target the target's enrolment (its account counts only while it is live); a target without an enrolment
+   *     row is counted by key only; null counts the sender and the store only
+   */
+  void countRows(Enrolment target, String sender, long n, long bytes) {
+    state.journal.add(new WriterState.Delta(target, sender, n, bytes));
+    count(target, sender, n, bytes);
+  }
+
+  private void count(Enrolment target, String sender, long n, long bytes) {
+    if (state.storeTotals != null) {
+      state.storeTotals[0] += n;
+      state.storeTotals[1] += bytes;
+    }
+    long[] ps = state.pendingSenders.computeIfAbsent(sender, k -> new long[2]);
+    ps[0] += n;
+    ps[1] += bytes;
+    long[] st = state.senderTotals.get(sender);
+    if (st != null) {
+      st[0] += n;
+      st[1] += bytes;
+    }
+    if (target == null) {
+      return; // a sender-only correction (rotation)
+    }
+    long[] p = state.pending.computeIfAbsent(target.hostPubkey(), k -> new long[2]);
+    p[0] += n;
+    p[1] += bytes;
+    WriterState.TargetUsage u = state.usage.get(target.hostPubkey());
+    if (u != null) {
+      u.add(sender, n, bytes);
+    }
+    if (target.account() != null && target.live()) {
+      long[] a = state.accountUsage.get(target.account());
+      if (a != null) {
+        a[0] += n;
+        a[1] += bytes;
+      }
+    }
+  }
+
+  /** Rows per multi-row upsert statement, largest first: a transaction's counters take a few statements, not one each. */
+  private static final int[] UPSERT_CHUNKS = {32, 8, 1};
+
+  /** Binds row {@code i} of a multi-row upsert at parameter {@code index} (1-based); returns the next index. */
+  private interface RowBinder {
+    int bind(PreparedStatement ps, int index, int row) throws SQLException;
+  }
+
+  /** A multi-row upsert {@code head VALUES (...),(...) tail}, its text for each of {@link #UPSERT_CHUNKS} built once. */
+  private static final class Upsert {
+    final String[] sql = new String[UPSERT_CHUNKS.length];
+
+    /** @param tuple one row's placeholder tuple, e.g. {@code (?, ?)} */
+    Upsert(String head, String tuple, String tail) {
+      for (int c = 0; c < UPSERT_CHUNKS.length; c++) {
+        sql[c] = head + " VALUES " + String.join(",", java.util.Collections.nCopies(UPSERT_CHUNKS[c], tuple)) + " "
+            + tail;
+      }
+    }
+
+    /** Adds {@code {items, bytes}} deltas to {@code table} (key column {@code key}). */
+    static Upsert deltas(String table, String key) {
+      return new Upsert("INSERT INTO " + table + "(" + key + ", items, bytes)", "(?, ?, ?)", "ON CONFLICT(" + key
+          + ") DO UPDATE SET items = items + excluded.items, bytes = bytes + excluded.bytes");
+    }
+  }
+
+  private static final Upsert QUEUE_USAGE_DELTAS = Upsert.deltas("queue_usage", "target_pubkey");
+  private static final Upsert SENDER_TOTAL_DELTAS = Upsert.deltas("sender_totals", "sender_pubkey");
+  private static final Upsert SEQS = new Upsert("INSERT INTO seqs(target_pubkey, next_seq)", "(?, ?)",
+      "ON CONFLICT(target_pubkey) DO UPDATE SET next_seq = excluded.next_seq");
+
+  /**
+   * Writes {@code n} rows with {@code upsert}'s statements, in chunks of {@link #UPSERT_CHUNKS} rows (issue 18: one
+   * statement per row was most of the per-transaction statements of a small push). Keys must be distinct within the
+   * rows.
+   */
+  private void upsertRows(Upsert upsert, int n, RowBinder binder) throws SQLException {
+    int row = 0;
+    for (int c = 0; c < UPSERT_CHUNKS.length; c++) {
+      int chunk = UPSERT_CHUNKS[c];
+      while (n - row >= chunk) {
+        PreparedStatement ps = statements.get(upsert.sql[c]);
+        int index = 1;
+        for (int i = 0; i < chunk; i++) {
+          index = binder.bind(ps, index, row + i);
+        }
+        ps.executeUpdate();
+        row += chunk;
+      }
+    }
+  }
+
+  /** Adds each key's {@code {items, bytes}} delta with {@code upsert}; zero deltas are skipped. */
+  private void upsertDeltas(Upsert upsert, Map<String, long[]> deltas) throws SQLException {
+    List<Map.Entry<String, long[]>> rows = new ArrayList<>(deltas.size());
+    for (var e : deltas.entrySet()) {
+      if (e.getValue()[0] != 0 || e.getValue()[1] != 0) {
+        rows.add(e);
+      }
+    }
+    upsertRows(upsert, rows.size(), (ps, i, r) -> {
+      ps.setString(i, rows.get(r).getKey());
+      ps.setLong(i + 1, rows.get(r).getValue()[0]);
+      ps.setLong(i + 2, rows.get(r).getValue()[1]);
+      return i + 3;
+    });
+  }
+
+  /**
+   * Writes each touched target's change to {@code queue_usage} and each sender's to {@code sender_totals}: one
+   * statement per target (per sender) per transaction.
+   */
+  void writePendingUsage() throws SQLException {
+    if (state.pending.isEmpty() && state.pendingSenders.isEmpty()) {
+      return;
+    }
+    upsertDeltas(QUEUE_USAGE_DELTAS, state.pending);
+    state.pending.clear();
+    upsertDeltas(SENDER_TOTAL_DELTAS, state.pendingSenders);
+    state.pendingSenders.clear();
+    state.journal.clear();
+  }
+
+  /** The next seq a target would get ({@code seqs.next_seq}, 1 when none), read once per target. */
+  long nextSeqRow(String target) throws SQLException {
+    Long n = state.nextSeq.get(target);
+    if (n == null) {
+      PreparedStatement ps = statements.get(SqlCatalogue.NEXT_SEQ);
+      ps.setString(1, target);
+      try (ResultSet rs = ps.executeQuery()) {
+        n = rs.next() ? rs.getLong(1) : 1L;
+      }
+      state.nextSeq.put(target, n);
+    }
+    return n;
+  }
+
+  /** Records that {@code seq} was used; {@code seqs} is written once per target before COMMIT. */
+  void useSeqRow(String target, long seq, boolean inSavepoint) {
+    Long before = state.nextSeq.get(target);
+    if (before != null && seq + 1 <= before) {
+      return; // never back
+    }
+    if (inSavepoint) {
+      state.seqJournal.add(new WriterState.SeqUndo(target, before, state.dirtySeqs.contains(target)));
+    }
+    state.nextSeq.put(target, seq + 1);
+    state.dirtySeqs.add(target);
+  }
+
+  void writeDirtySeqs() throws SQLException {
+    if (state.dirtySeqs.isEmpty()) {
+      return;
+    }
+    List<String> targets = new ArrayList<>(state.dirtySeqs);
+    upsertRows(SEQS, targets.size(), (ps, i, r) -> {
+      ps.setString(i, targets.get(r));
+      ps.setLong(i + 1, state.nextSeq.get(targets.get(r)));
+      return i + 2;
+    });
+    state.dirtySeqs.clear();
+  }
+}
