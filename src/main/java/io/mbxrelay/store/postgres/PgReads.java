@@ -26,6 +26,9 @@ import java.util.Optional;
  * is one read-only transaction ({@code REPEATABLE READ}, so a pull page — plan, rows, head — is one snapshot); it sees
  * what every instance committed before it started.
  *
+ * <p>Failures: a driver or pool failure fails the future with the {@link io.mbxrelay.store.StoreException} of
+ * {@code PgLedgerBackend.mapped} (database unavailable: {@code UNAVAILABLE}), as the writer's would.
+ *
  * <p>Safe on any event loop; futures complete on the caller's context.
  */
 public final class PgReads implements RelayReads {
@@ -64,6 +67,9 @@ public final class PgReads implements RelayReads {
           c.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
           c.setAutoCommit(true);
         }
+      } catch (SQLException e) {
+        // the writer's classification (issue 20 item 1): a database that cannot be reached is 503, not a bug
+        throw PgLedgerBackend.mapped("read", e);
       }
     }, false);
   }
