@@ -54,6 +54,15 @@ public final class PgReads implements RelayReads {
   }
 
   private <T> Future<T> read(Read<T> fn) {
+    try {
+      return readOn(fn);
+    } catch (java.util.concurrent.RejectedExecutionException e) { // the readers were closed (a stop under way)
+      return Future.failedFuture(new io.mbxrelay.store.StoreException(
+          io.mbxrelay.store.StoreException.Kind.UNAVAILABLE, "read pool closed", e));
+    }
+  }
+
+  private <T> Future<T> readOn(Read<T> fn) {
     return readers.executeBlocking(() -> {
       try (Connection c = pool.getConnection()) {
         c.setAutoCommit(false);

@@ -188,6 +188,15 @@ public final class SqliteReads implements RelayReads {
    */
   @Override
   public Future<Page> pull(String target, long after, int limit, long maxBytes, PageBudget budget, String client) {
+    try {
+      return pagePull(target, after, limit, maxBytes, budget, client).recover(this::classified);
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      return classified(e); // the page readers were closed (a stop under way)
+    }
+  }
+
+  private Future<Page> pagePull(String target, long after, int limit, long maxBytes, PageBudget budget,
+      String client) {
     return pageReaders.executeBlocking(() -> {
       try {
         if (budget == null) {
@@ -207,7 +216,7 @@ public final class SqliteReads implements RelayReads {
         dropPageConnection(); // a failed connection is not reused; the next page opens a fresh one
         throw e;
       }
-    }, false).recover(this::classified);
+    }, false);
   }
 
   private void dropPageConnection() {
