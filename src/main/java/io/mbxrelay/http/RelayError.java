@@ -6,7 +6,7 @@ import java.util.Locale;
 
 /**
  * The one catalogue of the relay's HTTP error bodies (docs/architecture.md "Results and errors"): each entry is a
- * status, the exact wire text (docs/protocol.md §3, §4; {@code wire.md} byte for byte, because clients match the texts)
+ * status, the exact wire text (docs/protocol.md §3, §4, byte for byte, because clients match the texts)
  * and the optional {@code code} and extra members. Fixed answers are constants; answers that carry a value (a limit,
  * a host name, an epoch, a reason from a check) are factories here. No other class builds an {@code {"error":…}}
  * body: {@code RelayErrorCatalogueTest} scans {@code src/main} for one.
