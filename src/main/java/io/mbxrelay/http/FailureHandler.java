@@ -25,6 +25,12 @@ final class FailureHandler implements Handler<RoutingContext> {
   private static final Logger LOG = LoggerFactory.getLogger(FailureHandler.class);
   private static final RateLimitedLogger WARN = new RateLimitedLogger(LOG);
 
+  /**
+   * Context key: part of the request was committed before the failure (a v1 push stores envelope by envelope), so its
+   * 503 says {@code unknown} rather than {@code not_stored}.
+   */
+  static final String PARTLY_STORED = "mbx.partlyStored";
+
   private final RelayMetrics metrics;
 
   FailureHandler(RelayMetrics metrics) {
@@ -40,6 +46,7 @@ final class FailureHandler implements Handler<RoutingContext> {
   public void handle(RoutingContext ctx) {
     Throwable t = ctx.failure();
     boolean changing = stateChanging(ctx.request().method());
+    boolean partly = Boolean.TRUE.equals(ctx.get(PARTLY_STORED));
     RelayError e;
     WriteFailure write = WriteFailure.of(t).orElse(null);
     if (t instanceof RelayError re) {
@@ -50,11 +57,11 @@ final class FailureHandler implements Handler<RoutingContext> {
       if (write == WriteFailure.DISK_FLOOR) {
         ctx.response().putHeader("retry-after", "60"); // the disk under store.minFreeBytes: not stored, retry later
       }
-      e = unavailable(changing, write == WriteFailure.OUTCOME_UNKNOWN ? RelayError.Outcome.UNKNOWN
+      e = unavailable(changing, write == WriteFailure.OUTCOME_UNKNOWN || partly ? RelayError.Outcome.UNKNOWN
           : RelayError.Outcome.NOT_STORED);
     } else if (t instanceof StoreException se && se.kind() != StoreException.Kind.INTERNAL) {
       // a read found the database unavailable (issue 20 item 1); on a state-changing request before its write
-      e = unavailable(changing, RelayError.Outcome.NOT_STORED);
+      e = unavailable(changing, partly ? RelayError.Outcome.UNKNOWN : RelayError.Outcome.NOT_STORED);
     } else if (t == null && ctx.statusCode() == 413) {
       e = RelayError.TOO_LARGE;
     } else if (t == null && ctx.statusCode() > 0 && ctx.statusCode() < 500) {

@@ -65,7 +65,12 @@ final class V1Routes {
     Promise<String> done = Promise.promise();
     int[] stored = {0};
     next(caller, envelopes, 0, stored, done);
-    done.future().onSuccess(error -> answer(ctx, stored[0], error)).onFailure(ctx::fail);
+    done.future().onSuccess(error -> answer(ctx, stored[0], error)).onFailure(e -> {
+      if (stored[0] > 0) {
+        ctx.put(FailureHandler.PARTLY_STORED, Boolean.TRUE); // earlier envelopes committed: not "not_stored"
+      }
+      ctx.fail(e);
+    });
   }
 
   /** Envelopes one after the other; the first error stops the batch (docs/protocol.md §3). */
