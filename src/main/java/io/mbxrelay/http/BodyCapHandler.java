@@ -1,6 +1,5 @@
 package io.mbxrelay.http;
 
-import static io.mbxrelay.http.HttpAnswers.BUSY;
 import static io.mbxrelay.http.HttpAnswers.NO_BYTES;
 import static io.mbxrelay.http.HttpAnswers.RAW_BYTES;
 import static io.mbxrelay.http.HttpAnswers.answer;
@@ -99,7 +98,10 @@ final class BodyCapHandler implements Handler<RoutingContext> {
         early = hop.hopHeaders(ctx);
       } catch (RuntimeException | OutOfMemoryError | StackOverflowError e) {
         s.metrics().hopFailure(HopFailure.LOOKUP_FAILED);
-        early = HopAuthHandler.lookupFailed(e);
+        early = HopAuthHandler.lookupFailed(e, req.method());
+        s.metrics().unavailableAnswer(FailureHandler.stateChanging(req.method())
+            ? io.mbxrelay.metrics.RelayMetrics.UnavailableOutcome.NOT_STORED
+            : io.mbxrelay.metrics.RelayMetrics.UnavailableOutcome.READ);
       }
       if (early != null) {
         unreadLabels.label(req);
@@ -120,7 +122,8 @@ final class BodyCapHandler implements Handler<RoutingContext> {
     Taken taken = new Taken(get ? null : budget, get ? null : clientKey(s, req));
     if (declared > 0 && !taken.take(declared)) {
       unreadLabels.label(req);
-      refuseUnread(ctx.vertx(), req, BUSY.status(), BUSY.body(), 1, declared);
+      RelayError busy = RelayError.busy(!get);
+      refuseUnread(ctx.vertx(), req, busy.status(), busy.body(), 1, declared);
       return;
     }
     if (!get) {
@@ -171,7 +174,8 @@ final class BodyCapHandler implements Handler<RoutingContext> {
           ctx.vertx().cancelTimer(timer);
           taken.release();
           unreadLabels.label(req);
-          refuseRest(ctx.vertx(), req, BUSY.status(), BUSY.body(), 1);
+          RelayError busy = RelayError.busy(true); // only bodies of state-changing requests are counted
+          refuseRest(ctx.vertx(), req, busy.status(), busy.body(), 1);
           return;
         }
         grown[0].appendBuffer(chunk);

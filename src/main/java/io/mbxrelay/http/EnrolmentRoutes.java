@@ -62,18 +62,18 @@ public final class EnrolmentRoutes {
     JsonNode host = body.get("host");
     JsonNode pubkey = body.get("pubkey");
     if (!JsonValues.truthy(host) || !JsonValues.truthy(pubkey)) {
-      throw RelayError.badRequest("host and pubkey required");
+      throw RelayError.HOST_AND_PUBKEY_REQUIRED;
     }
     if (!host.isTextual() || !HOST_RE.matcher(host.textValue()).matches()) {
-      throw RelayError.badRequest("bad host name");
+      throw RelayError.BAD_HOST_NAME;
     }
     if (!pubkey.isTextual() || !B64.isPubkey(pubkey.textValue())) {
-      throw RelayError.badRequest("bad host key");
+      throw RelayError.BAD_HOST_KEY;
     }
     Optional<String> nonce = s.challenges().issue(pubkey.textValue(), now());
     if (nonce.isEmpty()) {
       // the reference's challenge errors carry no code (only enrol's do)
-      throw new RelayError(503, "too many open enrolment challenges; retry later", null);
+      throw RelayError.CHALLENGES_FULL;
     }
     ObjectNode out = Json.MAPPER.createObjectNode();
     out.put("challenge", nonce.get());
@@ -91,13 +91,13 @@ public final class EnrolmentRoutes {
     JsonNode sig = body.get("sig");
     if (!JsonValues.truthy(host) || !JsonValues.truthy(pubkey) || !JsonValues.truthy(sig) || ownerFp == null) {
       // no code: the reference answers this one before its enrolment core, as {"error"} alone (issue 12 item 11)
-      throw RelayError.badRequest("incomplete enrolment");
+      throw RelayError.INCOMPLETE_ENROLMENT;
     }
     if (!host.isTextual() || !HOST_RE.matcher(host.textValue()).matches() || !pubkey.isTextual()
         || !B64.isPubkey(pubkey.textValue()) || !ownerFp.isTextual()
         || !OWNER_FP_RE.matcher(ownerFp.textValue()).matches()) {
       // sig is not a field here: the reference checks its type with the signature, after the challenge lookup
-      throw new RelayError(400, "bad enrolment fields", "BAD_REQUEST");
+      throw RelayError.BAD_ENROLMENT_FIELDS;
     }
     String sent = pubkey.textValue();
     // stored, compared, revoked and denied in the canonical spelling (issue 11 item 4): another spelling of a
@@ -105,7 +105,7 @@ public final class EnrolmentRoutes {
     String key = KeySpelling.canonical(sent).orElseThrow();
     Optional<String> challenge = s.challenges().pending(key, now());
     if (challenge.isEmpty()) {
-      throw new RelayError(401, "no pending enrolment challenge", null);
+      throw RelayError.NO_PENDING_CHALLENGE;
     }
     ObjectNode rec = Json.MAPPER.createObjectNode();
     rec.put("v", 1);
@@ -114,7 +114,7 @@ public final class EnrolmentRoutes {
     rec.put("pubkey", sent);
     rec.put("owner_fp", ownerFp.textValue());
     if (!sig.isTextual() || !Ed25519.verify(key, CanonicalJson.canonicalBytes(rec), sig.textValue())) {
-      throw new RelayError(401, "bad enrolment signature", null);
+      throw RelayError.BAD_ENROLMENT_SIGNATURE;
     }
     s.challenges().consume(key, challenge.get());
     EnrolmentAuthority.Request request = new EnrolmentAuthority.Request(host.textValue(), key, ownerFp.textValue(),
@@ -154,10 +154,9 @@ public final class EnrolmentRoutes {
               out.put("ok", true);
               ok(ctx, out);
             }
-            case FULL -> ctx.fail(new RelayError(503, "relay enrolment capacity reached", "FULL"));
-            case REVOKED -> ctx.fail(new RelayError(403, "this host key was revoked on this relay", "REVOKED"));
-            case NAME_TAKEN -> ctx.fail(new RelayError(409, "host name " + hostName
-                + " is already enrolled in this account with another key", "NAME_TAKEN"));
+            case FULL -> ctx.fail(RelayError.ENROLMENT_FULL);
+            case REVOKED -> ctx.fail(RelayError.REVOKED);
+            case NAME_TAKEN -> ctx.fail(RelayError.nameTaken(hostName));
             case DENIED -> ctx.fail(denied("this host is on the relay's deny list"));
             default -> ctx.fail(RelayError.INTERNAL);
           }
@@ -165,8 +164,6 @@ public final class EnrolmentRoutes {
   }
 
   private static RelayError denied(String reason) {
-    String text = "enrolment not authorized"
-        + (reason == null || reason.isEmpty() ? "" : ": " + (reason.length() > 200 ? reason.substring(0, 200) : reason));
-    return new RelayError(403, text, "DENIED");
+    return RelayError.enrolmentDenied(reason);
   }
 }

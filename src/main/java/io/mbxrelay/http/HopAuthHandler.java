@@ -72,11 +72,15 @@ final class HopAuthHandler implements Handler<RoutingContext> {
 
   private static final Refusal BAD_HOP_REFUSAL = new Refusal(401, RelayError.BAD_HOP.body(), 0);
 
-  /** A failure that is not a bad signature (a lookup, the clock): 503 with {@code Retry-After} (issue 10 item 10). */
-  static Refusal lookupFailed(Throwable e) {
+  /**
+   * A failure that is not a bad signature (a lookup, the clock): 503 with {@code Retry-After} (issue 10 item 10);
+   * before the body was read, so a state-changing request says {@code "outcome":"not_stored"}.
+   */
+  static Refusal lookupFailed(Throwable e, HttpMethod method) {
     String error = e.getClass().getSimpleName();
     WARN.warn("hop lookup failed " + error, "hop lookup failed [error: {}]", error);
-    return new Refusal(503, RelayError.STORE_UNAVAILABLE.body(), 1);
+    boolean changing = FailureHandler.stateChanging(method);
+    return new Refusal(503, RelayError.storeUnavailable(changing ? RelayError.Outcome.NOT_STORED : null).body(), 1);
   }
 
   /**
@@ -160,10 +164,9 @@ final class HopAuthHandler implements Handler<RoutingContext> {
           // counted once per refused request: its items were not read
           s.metrics().itemRejected(io.mbxrelay.store.model.RejectReason.RATE);
           long retryAfterS = Math.max(1, (waitMs + 999) / 1000);
-          String text = "push rate exceeded (" + limits.pushRequestsPerMinute() + "/min)";
-          return v2 ? new Refusal(429, new RelayError(429, text, null).body(), retryAfterS)
-              : new Refusal(413, Json.stringify(Json.MAPPER.createObjectNode().put("stored", 0).put("error", text)),
-                  retryAfterS);
+          int perMinute = limits.pushRequestsPerMinute();
+          return v2 ? new Refusal(429, RelayError.pushRate(perMinute).body(), retryAfterS)
+              : new Refusal(413, RelayError.v1PushAnswer(0, RelayError.pushRateText(perMinute)), retryAfterS);
         }
       }
     }
@@ -180,8 +183,8 @@ final class HopAuthHandler implements Handler<RoutingContext> {
     try {
       why = hopCandidates(ctx, candidates);
     } catch (RuntimeException | OutOfMemoryError | StackOverflowError e) {
-      lookupFailed(e);
-      return Future.failedFuture(RelayError.STORE_UNAVAILABLE);
+      lookupFailed(e, ctx.request().method());
+      return Future.failedFuture(RelayError.STORE_UNAVAILABLE); // FailureHandler adds the outcome
     }
     if (why != null) {
       return hopFailed(ctx, why);

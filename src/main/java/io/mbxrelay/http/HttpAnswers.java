@@ -45,9 +45,6 @@ final class HttpAnswers {
 
   static final byte[] NO_BYTES = new byte[0];
 
-  /** 503 when the in-flight body budget is used up (issue 11 item 2; docs/wire-compatibility.md). */
-  static final RelayError BUSY = new RelayError(503, "relay busy; retry later", null);
-
   /**
    * Answers a request before (or instead of) reading its body. When body bytes may still come, the answer says
    * {@code connection: close} (HTTP/1.x), the rest is read and dropped for at most 2 s (so the client sees the answer
@@ -142,10 +139,10 @@ final class HttpAnswers {
       // docs/protocol.md §2: the server decodes the received bytes as UTF-8 with replacement characters, exactly as Node does
       n = Json.parse(rawBytes(ctx));
     } catch (IllegalArgumentException e) {
-      throw RelayError.badRequest("request body is not valid JSON");
+      throw RelayError.NOT_JSON;
     }
     if (n == null || n.isNull()) {
-      throw RelayError.badRequest("request body must be a JSON object");
+      throw RelayError.NOT_OBJECT;
     }
     if (!n.isObject()) {
       // JS reads members of an array, number or string as undefined: behave as for an empty object

@@ -56,8 +56,6 @@ final class ItemRoutes {
     return s.clock().millis();
   }
 
-  private static final String EPOCH_CHANGED = "relay epoch changed: pull again from 0";
-
   /**
    * One pushed item after the checks that need no store (docs/protocol.md §3 push v2 steps 1–5 as far as the request alone
    * decides them): either refused already ({@code early} set) or a {@link StoreCommand.Push} for the writer.
@@ -74,14 +72,14 @@ final class ItemRoutes {
     // the body read once into typed items (issue 18 "decode once"); the same reading as JSON.parse, see PushBody
     PushBody.Result body = PushBody.parse(HttpAnswers.rawBytes(ctx));
     if (body instanceof PushBody.NotJson) {
-      throw RelayError.badRequest("request body is not valid JSON");
+      throw RelayError.NOT_JSON;
     }
     if (body instanceof PushBody.NotObject) {
-      throw RelayError.badRequest("request body must be a JSON object");
+      throw RelayError.NOT_OBJECT;
     }
     List<PushBody.Item> items = ((PushBody.Items) body).items();
     if (items == null || items.size() > limits.maxBatch()) {
-      throw new RelayError(400, "batch must be an array of at most " + limits.maxBatch(), null);
+      throw RelayError.batchTooLong(limits.maxBatch());
     }
     boolean withinRate = s.pushRate().tryAcquire(caller.hostPubkey(), now());
     List<PreparedItem> prepared = new ArrayList<>(items.size());
@@ -224,9 +222,7 @@ final class ItemRoutes {
     int limit = Double.isNaN(limitN) || limitN == 0 ? limits.maxPull()
         : (int) Math.max(1, Math.min(limits.maxPull(), limitN));
     if (q.contains("epoch") && !s.epoch().equals(q.get("epoch"))) {
-      ObjectNode extra = Json.MAPPER.createObjectNode();
-      extra.put("epoch", s.epoch());
-      throw new RelayError(409, EPOCH_CHANGED, null, extra);
+      throw RelayError.pullEpochChanged(s.epoch());
     }
     new PagePull(ctx, caller.hostPubkey(), after, limit, waitMs(q.get("wait"))).start();
   }
@@ -337,7 +333,7 @@ final class ItemRoutes {
             finish();
             if (ar.cause() instanceof io.mbxrelay.budget.PageBudget.Exhausted) {
               ctx.response().putHeader("retry-after", "1");
-              ctx.fail(RelayError.BUSY);
+              ctx.fail(RelayError.busy(false));
             } else {
               ctx.fail(ar.cause());
             }
@@ -455,17 +451,10 @@ final class ItemRoutes {
         ok(ctx, out);
       } else if (outcome instanceof AckOutcome.EpochChanged e) {
         s.metrics().ack(Outcome.EPOCH_CHANGED, 0);
-        ObjectNode extra = Json.MAPPER.createObjectNode();
-        extra.put("epoch", e.epoch());
-        extra.put("head_seq", e.headSeq());
-        ctx.fail(new RelayError(409, EPOCH_CHANGED, "EPOCH", extra));
+        ctx.fail(RelayError.ackEpochChanged(e.epoch(), e.headSeq()));
       } else if (outcome instanceof AckOutcome.BadAck b) {
         s.metrics().ack(Outcome.BAD_ACK, 0);
-        ObjectNode extra = Json.MAPPER.createObjectNode();
-        extra.put("epoch", b.epoch());
-        extra.put("head_seq", b.headSeq());
-        ctx.fail(new RelayError(400, "ack beyond the last allocated seq: treat as an epoch change", "BAD_ACK",
-            extra));
+        ctx.fail(RelayError.badAck(b.epoch(), b.headSeq()));
       }
     }).onFailure(ctx::fail);
   }

@@ -30,7 +30,7 @@ public final class RelayRoutes {
   private final EnrolmentRoutes enrolment;
   private final TrustRoutes trust;
   private final V1Routes v1;
-  private final FailureHandler failure = new FailureHandler();
+  private final FailureHandler failure;
 
   /** @param services shared services (a body budget of its own; tests that build routes by hand) */
   public RelayRoutes(RelayServices services) {
@@ -44,6 +44,7 @@ public final class RelayRoutes {
    */
   public RelayRoutes(RelayServices services, BodyBudget budget) {
     Objects.requireNonNull(services);
+    this.failure = new FailureHandler(services.metrics());
     this.hop = new HopAuthHandler(services);
     this.bodyCap = new BodyCapHandler(services, Objects.requireNonNull(budget), hop);
     this.items = new ItemRoutes(services);

@@ -41,11 +41,11 @@ final class TrustRoutes {
   private static final Pattern ENC_PUB_RE = Pattern.compile("^[A-Za-z0-9+/]{43}=$");
   private static final long FUTURE_SKEW_MS = 5 * 60_000L;
   private static final long MAX_AD_LIFETIME_MS = 90L * 86_400_000L;
-  private static final RelayError UNKNOWN_HOST = new RelayError(404, "unknown host", null);
   /** Our v2 ad refusal reason beyond docs/protocol.md §4.2 (docs/wire-compatibility.md; issue 11 item 13). */
   static final String AD_NOT_NEWER = "not newer than the stored ad";
   /** A v1 ad whose {@code enc_pub} holds a number JS cannot (our text; docs/wire-compatibility.md). */
-  static final RelayError NON_FINITE = RelayError.badRequest("request body has a number out of range");
+  static final RelayError NON_FINITE = RelayError.NON_FINITE;
+  private static final RelayError UNKNOWN_HOST = RelayError.UNKNOWN_HOST;
 
   private final RelayServices s;
   private final EnrolmentRoutes enrolment;
@@ -82,7 +82,7 @@ final class TrustRoutes {
     Enrolment caller = ctx.get(HopAuthHandler.CALLER);
     ObjectNode body = HttpAnswers.bodyObject(ctx);
     JsonNode list = body.get("list");
-    RelayError bad = RelayError.badRequest("bad sender list");
+    RelayError bad = RelayError.BAD_SENDER_LIST;
     if (list == null || !list.isObject() || !list.path("v").isNumber() || list.path("v").doubleValue() != 1
         || !"relay-senders".equals(text(list.get("type")))
         || !KeySpelling.same(caller.hostPubkey(), text(list.get("host_pubkey")))
@@ -102,19 +102,19 @@ final class TrustRoutes {
       senders.add(KeySpelling.canonical(k.textValue()).orElseThrow()); // 4 spellings of one key are one sender
     }
     if (iatMs.getAsLong() > s.clock().millis() + FUTURE_SKEW_MS) {
-      throw RelayError.badRequest("sender list iat is in the future");
+      throw RelayError.SENDER_LIST_IN_FUTURE;
     }
     String sig = text(body.get("sig"));
     byte[] record = CanonicalJson.canonicalBytes(list);
     if (sig == null || !Ed25519.verify(caller.hostPubkey(), record, sig)) {
-      throw new RelayError(401, "sender list is not signed by the target", null);
+      throw RelayError.SENDER_LIST_NOT_SIGNED;
     }
     s.writes().send(new StoreCommand.PublishSenders(caller.hostPubkey(), new ArrayList<>(senders), iat,
         iatMs.getAsLong(), CanonicalJson.canonicalize(list), sig)).onSuccess(outcome -> {
           if (outcome == SendersOutcome.STORED) {
             HttpAnswers.ok(ctx, okTrue());
           } else {
-            ctx.fail(new RelayError(409, "a newer sender list is already stored", null));
+            ctx.fail(RelayError.SENDER_LIST_STALE);
           }
         }).onFailure(ctx::fail);
   }
@@ -127,11 +127,11 @@ final class TrustRoutes {
     JsonNode encPub = body.get("enc_pub");
     JsonNode sig = body.get("sig");
     if (!JsonValues.truthy(encPub) || !JsonValues.truthy(sig)) {
-      throw RelayError.badRequest("enc_pub and sig required");
+      throw RelayError.ENC_PUB_AND_SIG_REQUIRED;
     }
     JsonNode host = body.get("host");
     if (host != null && !host.isNull() && !caller.hostName().equals(text(host))) {
-      throw new RelayError(401, "host mismatch", null);
+      throw RelayError.HOST_MISMATCH;
     }
     if (JsonValues.hasNonFinite(encPub)) {
       throw NON_FINITE; // canonical JSON cannot write it, so no signature can cover it
@@ -141,7 +141,7 @@ final class TrustRoutes {
     rec.put("host", caller.hostName());
     rec.set("enc_pub", encPub);
     if (!sig.isTextual() || !Ed25519.verify(caller.hostPubkey(), CanonicalJson.canonicalBytes(rec), sig.textValue())) {
-      throw new RelayError(401, "bad enc-key signature", null);
+      throw RelayError.BAD_ENC_KEY_SIGNATURE;
     }
     String enc = encPub.isTextual() ? encPub.textValue() : CanonicalJson.canonicalize(encPub);
     s.writes().send(new StoreCommand.PublishEncAdV1(caller.hostPubkey(), caller.hostName(), enc, sig.textValue()))
@@ -149,7 +149,7 @@ final class TrustRoutes {
   }
 
   private static RelayError adRefused(String reason) {
-    return RelayError.badRequest("enc-key ad refused: " + reason);
+    return RelayError.encAdRefused(reason);
   }
 
   private void encKeyV2(RoutingContext ctx) {
@@ -264,7 +264,7 @@ final class TrustRoutes {
   // ---- rotation (docs/protocol.md §4.4) ----
 
   private static RelayError badRotation(String text) {
-    return RelayError.badRequest(text);
+    return RelayError.badRotation(text);
   }
 
   private void rotate(RoutingContext ctx) {
@@ -279,7 +279,7 @@ final class TrustRoutes {
         : s.reads().enrolment(KeySpelling.canonicalOrSelf(oldPub));
     old.onSuccess(HttpAnswers.guarded(ctx, o -> {
       if (o.isEmpty() || !o.get().live()) {
-        ctx.fail(new RelayError(404, "the rotated key is not enrolled here", null));
+        ctx.fail(RelayError.ROTATED_KEY_NOT_ENROLLED);
         return;
       }
       Enrolment e = o.get();
@@ -321,12 +321,12 @@ final class TrustRoutes {
               s.metrics().revocations(io.mbxrelay.metrics.RelayMetrics.RevocationCause.ROTATION, 1);
               HttpAnswers.ok(ctx, Json.MAPPER.createObjectNode().put("moved", m.moved()));
             } else if (outcome instanceof RotateOutcome.NotEnrolled) {
-              ctx.fail(new RelayError(404, "the rotated key is not enrolled here", null));
+              ctx.fail(RelayError.ROTATED_KEY_NOT_ENROLLED);
             } else if (outcome instanceof RotateOutcome.NamesAnotherHost) {
               ctx.fail(badRotation("rotation names another host"));
             } else {
               // revoked here, or on the deny list (which revokes): one answer, docs/protocol.md §4.4 409
-              ctx.fail(new RelayError(409, "the new key was revoked here", null));
+              ctx.fail(RelayError.NEW_KEY_REVOKED);
             }
           }).onFailure(ctx::fail);
     })).onFailure(ctx::fail);
@@ -353,17 +353,17 @@ final class TrustRoutes {
       return;
     }
     if (m != HttpMethod.POST && m != HttpMethod.DELETE) {
-      throw new RelayError(405, "method not allowed", null);
+      throw RelayError.METHOD_NOT_ALLOWED;
     }
     ObjectNode body = HttpAnswers.bodyObject(ctx);
     Optional<DenyKey> entry = DenyKey.of(text(body.get("kind")), text(body.get("value")));
     if (entry.isEmpty()) {
-      throw RelayError.badRequest("bad deny entry: " + DenyKey.problem(text(body.get("kind")),
+      throw RelayError.badDenyEntry(DenyKey.problem(text(body.get("kind")),
           text(body.get("value"))).orElse("invalid"));
     }
     String note = text(body.get("note"));
     if (note != null && note.length() > 200) {
-      throw RelayError.badRequest("bad deny entry: note over 200 characters");
+      throw RelayError.DENY_NOTE_TOO_LONG;
     }
     String kind = entry.get().kind();
     String value = entry.get().value();

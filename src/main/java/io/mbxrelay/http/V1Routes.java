@@ -50,22 +50,27 @@ final class V1Routes {
     ObjectNode body = HttpAnswers.bodyObject(ctx);
     JsonNode envelopes = body.get("envelopes");
     if (envelopes == null || !envelopes.isArray()) {
-      throw RelayError.badRequest("bad batch");
+      throw RelayError.BAD_BATCH_V1;
     }
     int maxBatch = s.config().limits().maxBatch();
     if (envelopes.size() > maxBatch) {
-      answer(ctx, 0, "batch over limit " + maxBatch);
+      answer(ctx, 0, RelayError.v1BatchOverLimit(maxBatch));
       return;
     }
     int rate = s.config().limits().pushRequestsPerMinute();
     if (!s.pushRate().tryAcquire(caller.hostPubkey(), s.clock().millis())) {
-      answer(ctx, 0, "push rate exceeded (" + rate + "/min)");
+      answer(ctx, 0, RelayError.pushRateText(rate));
       return;
     }
     Promise<String> done = Promise.promise();
     int[] stored = {0};
     next(caller, envelopes, 0, stored, done);
-    done.future().onSuccess(error -> answer(ctx, stored[0], error)).onFailure(ctx::fail);
+    done.future().onSuccess(error -> answer(ctx, stored[0], error)).onFailure(e -> {
+      if (stored[0] > 0) {
+        ctx.put(FailureHandler.PARTLY_STORED, Boolean.TRUE); // earlier envelopes committed: not "not_stored"
+      }
+      ctx.fail(e);
+    });
   }
 
   /** Envelopes one after the other; the first error stops the batch (docs/protocol.md §3). */
@@ -132,11 +137,7 @@ final class V1Routes {
 
   /** {@code {stored[,error]}}: 413 when there is an error and nothing was stored, else 200 (docs/protocol.md §3). */
   private static void answer(RoutingContext ctx, int stored, String error) {
-    ObjectNode out = Json.MAPPER.createObjectNode().put("stored", stored);
-    if (error != null) {
-      out.put("error", error);
-    }
-    HttpAnswers.answer(ctx, error != null && stored == 0 ? 413 : 200, Json.stringify(out));
+    HttpAnswers.answer(ctx, error != null && stored == 0 ? 413 : 200, RelayError.v1PushAnswer(stored, error));
   }
 
   // ---- pull ----

@@ -107,6 +107,27 @@ public final class RelayMetrics implements AutoCloseable {
   /** Label name of a revocation's cause. */
   public static final String TAG_CAUSE = "cause";
 
+  /**
+   * Counter, label {@code outcome} ({@link UnavailableOutcome}): 503 "store unavailable" answers, by what the client
+   * may conclude (issue 20 item 4).
+   */
+  public static final String UNAVAILABLE_ANSWERS = "mbxrelay.unavailable.answers";
+
+  /** What a 503 "store unavailable" answer told its client (bounded label values). */
+  public enum UnavailableOutcome {
+    /** A state-changing request that failed before COMMIT: {@code "outcome":"not_stored"}. */
+    NOT_STORED,
+    /** A state-changing request whose COMMIT failed or timed out: {@code "outcome":"unknown"}. */
+    UNKNOWN,
+    /** A read (no {@code outcome} member). */
+    READ;
+
+    /** The label value: lower-case name. */
+    public String label() {
+      return name().toLowerCase(java.util.Locale.ROOT);
+    }
+  }
+
   /** Why a host key was revoked (bounded label values). */
   public enum RevocationCause {
     /** A deny-list entry matched it (admin endpoint). */
@@ -212,6 +233,7 @@ public final class RelayMetrics implements AutoCloseable {
   private final Map<Outcome, Counter> commitFailures = new EnumMap<>(Outcome.class);
   private final Map<Outcome, Counter> jwksRefreshes = new EnumMap<>(Outcome.class);
   private final Map<RevocationCause, Counter> revocations = new EnumMap<>(RevocationCause.class);
+  private final Map<UnavailableOutcome, Counter> unavailableAnswers = new EnumMap<>(UnavailableOutcome.class);
   private LongSupplier replayRefused;
   private LongSupplier replayEvicted;
   private final Counter ackedItems;
@@ -282,6 +304,11 @@ public final class RelayMetrics implements AutoCloseable {
     for (RevocationCause c : RevocationCause.values()) {
       revocations.put(c, Counter.builder(REVOCATIONS).description("host keys revoked, by cause")
           .tag(TAG_CAUSE, c.label()).register(registry));
+    }
+    for (UnavailableOutcome o : UnavailableOutcome.values()) {
+      unavailableAnswers.put(o, Counter.builder(UNAVAILABLE_ANSWERS)
+          .description("503 store unavailable answers, by what the client may conclude").tag(TAG_OUTCOME, o.label())
+          .register(registry));
     }
     ackedItems = Counter.builder(ACKED_ITEMS).description("items deleted by acks").register(registry);
     watermarkFailures = Counter.builder(WATERMARK_WRITE_FAILURES).description("failed commit watermark writes")
@@ -600,6 +627,15 @@ public final class RelayMetrics implements AutoCloseable {
     queueBytes.set(bytes);
     largestItems.set(largestTargetItems);
     largestBytes.set(largestTargetBytes);
+  }
+
+  /**
+   * One 503 "store unavailable" answer.
+   *
+   * @param outcome what it told the client
+   */
+  public void unavailableAnswer(UnavailableOutcome outcome) {
+    unavailableAnswers.get(Objects.requireNonNull(outcome)).increment();
   }
 
   /** One queue scan failed; the gauges keep their last values. */

@@ -1,6 +1,7 @@
 package io.mbxrelay.server;
 
 import io.mbxrelay.writer.StoreWriterVerticle;
+import io.mbxrelay.http.RelayError;
 import io.mbxrelay.http.RelayServices;
 import io.mbxrelay.writer.StoreClient;
 import io.mbxrelay.metrics.RateLimitedLogger;
@@ -110,10 +111,8 @@ public final class AdminVerticle extends VerticleBase {
     // status page (GET /) and its JSON (GET /status): issue 12 item 3
     new StatusRoutes(services, writer, disk, clock, storeFile, this::failing).mount(vertx, r);
     // every other path and method answers JSON like every other error, not Vert.x's HTML page (issue 22 item 9)
-    r.errorHandler(404, ctx -> answer(ctx, 404, io.mbxrelay.wire.Json.MAPPER.createObjectNode()
-        .put("error", "not found")));
-    r.errorHandler(405, ctx -> answer(ctx, 405, io.mbxrelay.wire.Json.MAPPER.createObjectNode()
-        .put("error", "method not allowed")));
+    r.errorHandler(404, ctx -> answer(ctx, RelayError.NOT_FOUND));
+    r.errorHandler(405, ctx -> answer(ctx, RelayError.METHOD_NOT_ALLOWED));
     // HTTP/1.1 only: scrapers and probes need nothing else, and an h2c upgrade of a large scrape answer broke
     // the JDK client in tests.
     HttpServer server = vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(false))
@@ -169,7 +168,8 @@ public final class AdminVerticle extends VerticleBase {
       if (rx.failureType() == ReplyFailure.NO_HANDLERS) {
         return "writer not running";
       }
-      return rx.failureCode() == 503 ? "store unavailable" : "store command failed";
+      return io.mbxrelay.writer.WriteFailure.of(rx).orElse(io.mbxrelay.writer.WriteFailure.BUG)
+          == io.mbxrelay.writer.WriteFailure.BUG ? "store command failed" : "store unavailable";
     }
     return t.getClass().getSimpleName();
   }
@@ -277,8 +277,7 @@ public final class AdminVerticle extends VerticleBase {
       allowed = peer != null && peer.host() != null && isLoopback(peer.host());
     }
     if (!allowed) {
-      answer(ctx, 403, Json.MAPPER.createObjectNode().put("error", token != null && !token.isEmpty()
-          ? "admin token required" : "only a loopback caller may resume the clock when admin.token is unset"));
+      answer(ctx, token != null && !token.isEmpty() ? RelayError.ADMIN_TOKEN_REQUIRED : RelayError.LOOPBACK_ONLY);
       return;
     }
     answer(ctx, 200, clockBody(clock.resume("operator")));
@@ -306,5 +305,11 @@ public final class AdminVerticle extends VerticleBase {
   private static void answer(RoutingContext ctx, int status, ObjectNode body) {
     ctx.response().setStatusCode(status).putHeader("content-type", "application/json")
         .putHeader("cache-control", "no-store").end(Json.stringify(body));
+  }
+
+  /** Answers an error from the catalogue. */
+  static void answer(RoutingContext ctx, RelayError error) {
+    ctx.response().setStatusCode(error.status()).putHeader("content-type", "application/json")
+        .putHeader("cache-control", "no-store").end(error.body());
   }
 }

@@ -1,6 +1,7 @@
 package io.mbxrelay.server;
 
 import io.mbxrelay.writer.StoreWriterVerticle;
+import io.mbxrelay.http.RelayError;
 import io.mbxrelay.http.RelayServices;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -116,8 +117,7 @@ final class StatusRoutes {
     snapshot(ctx.vertx()).onComplete(ar -> {
       if (ar.failed()) {
         LOG.warn("status snapshot failed [error: {}]", ar.cause().getClass().getSimpleName());
-        ctx.response().setStatusCode(500).putHeader("content-type", "application/json")
-            .putHeader("cache-control", "no-store").end("{\"error\":\"status not available\"}");
+        AdminVerticle.answer(ctx, RelayError.STATUS_NOT_AVAILABLE);
         return;
       }
       ctx.response().putHeader("content-type", "application/json").putHeader("cache-control", "no-store")

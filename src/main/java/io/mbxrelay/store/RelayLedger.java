@@ -183,7 +183,11 @@ public final class RelayLedger implements RelayStore {
         }
       }
       hook.at(commands, false);
-      backend.commit();
+      try {
+        backend.commit();
+      } catch (StoreException e) {
+        throw StoreException.duringCommit(e); // it may have committed (issue 20 item 4)
+      }
     } catch (StoreException | RuntimeException e) {
       backend.rollback();
       newItemTargets.clear();

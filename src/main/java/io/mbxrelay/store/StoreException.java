@@ -20,6 +20,7 @@ public final class StoreException extends Exception {
   private final Kind kind;
   private final boolean diskFull;
   private final boolean retryable;
+  private final boolean outcomeUnknown;
 
   /**
    * @param kind failure class
@@ -41,10 +42,42 @@ public final class StoreException extends Exception {
   }
 
   private StoreException(Kind kind, String message, Throwable cause, boolean diskFull, boolean retryable) {
+    this(kind, message, cause, diskFull, retryable, false);
+  }
+
+  private StoreException(Kind kind, String message, Throwable cause, boolean diskFull, boolean retryable,
+      boolean outcomeUnknown) {
     super(message, cause);
     this.kind = kind;
     this.diskFull = diskFull;
     this.retryable = retryable;
+    this.outcomeUnknown = outcomeUnknown;
+  }
+
+  /**
+   * The failure of a COMMIT call (issue 20 item 4): the transaction may have taken effect (the connection broke after
+   * the server committed, an fsync error after the WAL write). A lost race ({@link #retryable()}) is known to have
+   * rolled back and stays as it is.
+   *
+   * @param atCommit the failure the backend's {@code commit()} threw
+   * @return the same failure, {@link #outcomeUnknown()} unless it is a lost race
+   */
+  public static StoreException duringCommit(StoreException atCommit) {
+    if (atCommit.retryable || atCommit.outcomeUnknown) {
+      return atCommit;
+    }
+    StoreException e = new StoreException(atCommit.kind, atCommit.getMessage(), atCommit.getCause(), atCommit.diskFull,
+        false, true);
+    e.setStackTrace(atCommit.getStackTrace());
+    return e;
+  }
+
+  /**
+   * True when the failure struck the COMMIT itself, so the transaction may or may not have taken effect; false when it
+   * is known to have failed before COMMIT (nothing took effect).
+   */
+  public boolean outcomeUnknown() {
+    return outcomeUnknown;
   }
 
   /**

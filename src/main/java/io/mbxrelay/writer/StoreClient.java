@@ -11,17 +11,11 @@ import java.util.Objects;
  * Facade over the event bus for write commands (docs/architecture.md, the diagram: writes ─► StoreClient ─event bus─► StoreWriterVerticle).
  * Safe on any event loop.
  *
- * <p>Failures: the future fails with a {@link io.vertx.core.eventbus.ReplyException}: failure code 503 (store
- * unavailable or fail-stopped), 500 (bug), or type {@code TIMEOUT} (outcome unknown: the client's retry is a dedup
- * {@code duplicate}).
+ * <p>Failures: the future fails with a {@link io.vertx.core.eventbus.ReplyException} whose kind
+ * {@link WriteFailure#of} reads: a writer failure code (not stored, COMMIT failed, free-space floor, bug) or type
+ * {@code TIMEOUT} (outcome unknown: the client's retry is a dedup {@code duplicate}).
  */
 public final class StoreClient {
-  /**
-   * Failure message of a push the writer refused because the store's free space is under {@code store.minFreeBytes}
-   * (failure code 503; issue 10 item 9). Nothing was stored; the client retries later.
-   */
-  public static final String DISK_FLOOR = "store disk below its free-space floor";
-
   private final Vertx vertx;
   private final DeliveryOptions options;
 
@@ -35,15 +29,14 @@ public final class StoreClient {
   }
 
   /**
-   * Whether a failed write was a push refused under the free-space floor ({@link #DISK_FLOOR}), so the HTTP edge can
-   * answer it with its own text and {@code Retry-After}. Safe on any thread.
+   * Whether a failed write was a push refused under the free-space floor ({@link WriteFailure#DISK_FLOOR}; issue 10
+   * item 9), so the HTTP edge can answer it with {@code Retry-After} 60. Nothing was stored. Safe on any thread.
    *
    * @param failure the failure of a {@link #send} future
    * @return true for a free-space refusal
    */
   public static boolean isDiskFloorRefusal(Throwable failure) {
-    return failure instanceof io.vertx.core.eventbus.ReplyException rx && rx.failureCode() == 503
-        && DISK_FLOOR.equals(rx.getMessage());
+    return WriteFailure.of(failure).orElse(null) == WriteFailure.DISK_FLOOR;
   }
 
   /**

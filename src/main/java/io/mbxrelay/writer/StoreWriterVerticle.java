@@ -30,12 +30,14 @@ import org.slf4j.LoggerFactory;
  * deny-list command beside the running relay).
  *
  * <p>Free-space floor (issue 10 item 9): while {@link DiskSpace#refusesPushes()} says the store's file system is under
- * {@code store.minFreeBytes}, push commands (v1 and v2) are answered at once with failure code 503 and the message
- * {@link StoreClient#DISK_FLOOR} and never reach SQLite; every other command (acks free space; enrolments, the
+ * {@code store.minFreeBytes}, push commands (v1 and v2) are answered at once with the failure code of {@link WriteFailure#DISK_FLOOR}
+ * and never reach SQLite; every other command (acks free space; enrolments, the
  * heartbeat and sweeps are small) still runs. The check reads a cached value: at most one {@code statvfs} a second.
  *
- * <p>Failure replies: {@code 503} when the store is unavailable (I/O, disk full, busy), under the free-space floor, or
- * the writer stopped after corruption (fail-stop); {@code 500} for a bug in one command.
+ * <p>Failure replies carry a {@link WriteFailure} code: {@link WriteFailure#NOT_STORED} when the transaction failed
+ * before COMMIT (I/O, disk full, busy) or the writer stopped after corruption (fail-stop),
+ * {@link WriteFailure#OUTCOME_UNKNOWN} when the COMMIT itself failed, {@link WriteFailure#DISK_FLOOR} under the
+ * free-space floor, {@link WriteFailure#BUG} for a bug in one command.
  */
 public final class StoreWriterVerticle extends VerticleBase {
   private static final Logger LOG = LoggerFactory.getLogger(StoreWriterVerticle.class);
@@ -194,7 +196,7 @@ public final class StoreWriterVerticle extends VerticleBase {
   private void drain() {
     drainScheduled = false;
     if (closed) {
-      pending.forEach(m -> m.fail(503, "store closed"));
+      pending.forEach(m -> m.fail(WriteFailure.NOT_STORED.code(), "store closed"));
       pending.clear();
       return;
     }
@@ -216,7 +218,7 @@ public final class StoreWriterVerticle extends VerticleBase {
           }
           if (refusePushes) {
             diskRefusals.incrementAndGet();
-            pending.poll().fail(503, StoreClient.DISK_FLOOR);
+            pending.poll().fail(WriteFailure.DISK_FLOOR.code(), "store disk below its free-space floor");
             continue;
           }
         }
@@ -246,13 +248,14 @@ public final class StoreWriterVerticle extends VerticleBase {
   /** A readiness probe: the write lock taken and released on this thread, nothing committed. */
   private void probe(Message<StoreCommand<?>> m) {
     if (failStopped) {
-      m.fail(503, "store stopped (fail-stop)");
+      m.fail(WriteFailure.NOT_STORED.code(), "store stopped (fail-stop)");
       return;
     }
     try {
       m.reply(store.probeWriter(), LOCAL);
     } catch (StoreException e) {
-      m.fail(e.kind() == StoreException.Kind.INTERNAL ? 500 : 503, "store unavailable");
+      m.fail((e.kind() == StoreException.Kind.INTERNAL ? WriteFailure.BUG : WriteFailure.NOT_STORED).code(),
+          "store unavailable");
     }
   }
 
@@ -266,7 +269,7 @@ public final class StoreWriterVerticle extends VerticleBase {
 
   private void runBatch0(List<Message<StoreCommand<?>>> batch) {
     if (failStopped) {
-      batch.forEach(m -> m.fail(503, "store stopped (fail-stop)"));
+      batch.forEach(m -> m.fail(WriteFailure.NOT_STORED.code(), "store stopped (fail-stop)"));
       return;
     }
     List<StoreCommand<?>> commands = new ArrayList<>(batch.size());
@@ -287,8 +290,11 @@ public final class StoreWriterVerticle extends VerticleBase {
         WARN.warn("transaction failed " + e.kind(), "transaction failed [kind: {}] [commands: {}] [error: {}]",
             e.kind(), commands.size(), e.getMessage());
       }
-      int code = e.kind() == StoreException.Kind.INTERNAL ? 500 : 503;
-      batch.forEach(m -> m.fail(code, "store unavailable"));
+      // where it failed decides what the callers may conclude: before COMMIT nothing took effect; a failed COMMIT
+      // may have (issue 20 item 4)
+      WriteFailure kind = e.kind() == StoreException.Kind.INTERNAL ? WriteFailure.BUG
+          : e.outcomeUnknown() ? WriteFailure.OUTCOME_UNKNOWN : WriteFailure.NOT_STORED;
+      batch.forEach(m -> m.fail(kind.code(), "store unavailable"));
       return;
     } catch (RuntimeException | Error e) {
       // The store rolled back; answer every caller (never leave them to the event-bus timeout) and stop writing:
@@ -300,7 +306,9 @@ public final class StoreWriterVerticle extends VerticleBase {
       }
       LOG.error("transaction failed unexpectedly [commands: {}]{}", commands.size(),
           e instanceof Error ? ": writer stopped (fail-stop)" : "", e);
-      batch.forEach(m -> m.fail(e instanceof Error ? 503 : 500, "store unavailable"));
+      // an Error may have struck during COMMIT: its outcome is unknown
+      WriteFailure kind = e instanceof Error ? WriteFailure.OUTCOME_UNKNOWN : WriteFailure.BUG;
+      batch.forEach(m -> m.fail(kind.code(), "store unavailable"));
       return;
     }
     listener.transaction(commands, System.nanoTime() - start, null);
@@ -316,7 +324,9 @@ public final class StoreWriterVerticle extends VerticleBase {
         if (r.error() == null) {
           m.reply(r.value(), LOCAL);
         } else {
-          m.fail(r.error().kind() == StoreException.Kind.INTERNAL ? 500 : 503, "store command failed");
+          // rolled back to its savepoint: not stored, whatever else committed
+          m.fail((r.error().kind() == StoreException.Kind.INTERNAL ? WriteFailure.BUG : WriteFailure.NOT_STORED)
+              .code(), "store command failed");
         }
       }
     });

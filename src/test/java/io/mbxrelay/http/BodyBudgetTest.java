@@ -36,7 +36,8 @@ import org.junit.jupiter.api.io.TempDir;
 class BodyBudgetTest {
   private static final int BODY = 1 << 20;
   private static final long BUDGET = 4L << 20;
-  private static final String BUSY = "{\"error\":\"relay busy; retry later\"}";
+  /** The refusal of a state-changing request whose body was not read: nothing stored (issue 20 item 4). */
+  private static final String BUSY = "{\"error\":\"relay busy; retry later\",\"outcome\":\"not_stored\"}";
 
   @TempDir
   static Path dir;

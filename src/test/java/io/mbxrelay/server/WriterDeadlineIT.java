@@ -68,9 +68,13 @@ class WriterDeadlineIT {
       }
       pool.shutdownNow();
       assertThat(held).isGreaterThanOrEqualTo(12_000);
+      // a push whose BEGIN waited out the busy timeout was not stored; one the writer did not answer within the
+      // event-bus deadline has an unknown outcome (issue 20 item 4)
+      String notStored = "503 {\"error\":\"store unavailable; retry later\",\"outcome\":\"not_stored\"}";
+      String unknown = "503 {\"error\":\"store unavailable; retry later\",\"outcome\":\"unknown\"}";
       assertThat(outcomes).as("every push answered 200 or 503, none left without an answer")
-          .allMatch(o -> o.equals("200") || o.equals("503 {\"error\":\"store unavailable; retry later\"}"));
-      assertThat(outcomes).contains("503 {\"error\":\"store unavailable; retry later\"}");
+          .allMatch(o -> o.equals("200") || o.equals(notStored) || o.equals(unknown));
+      assertThat(outcomes).containsAnyOf(notStored, unknown);
       // the relay is fine once the lock is gone
       String id = Envelopes.newId();
       assertThat(a.pushEnvelope(b, id, Envelopes.sealed(id)).json().get("results").get(0).get("status").asText())

@@ -788,8 +788,10 @@ public final class PgLedgerBackend extends JdbcLedgerBackend {
 
   /**
    * Maps a driver failure to the ledger's classes: conflicts (40001, 40P01, 23505) are retryable; integrity and data
-   * errors (other class 23, class 22) are INTERNAL (the running command is rolled back); data corruption (XX001,
-   * XX002) is CORRUPT; everything else (connection loss, disk full 53100, shutdown) is UNAVAILABLE.
+   * errors (other class 23, class 22) and statements the server refuses as written (class 42 but 42501
+   * insufficient_privilege, class 0A) are INTERNAL (the running command is rolled back; a read answers 500: bugs);
+   * data corruption (XX001, XX002) is CORRUPT; everything else (connection loss 08, resources 53, shutdown 57P01-03,
+   * pool timeout, read-only 25006) is UNAVAILABLE. Used by the writer's backend and by {@link PgReads}.
    */
   static StoreException mapped(String what, SQLException e) {
     String state = e.getSQLState() == null ? "" : e.getSQLState();
@@ -797,7 +799,8 @@ public final class PgLedgerBackend extends JdbcLedgerBackend {
     if (state.equals("40001") || state.equals("40P01") || state.equals("23505")) {
       return StoreException.conflict(msg, e);
     }
-    if (state.startsWith("23") || state.startsWith("22")) {
+    if (state.startsWith("23") || state.startsWith("22") || state.startsWith("0A")
+        || state.startsWith("42") && !state.equals("42501")) {
       return new StoreException(StoreException.Kind.INTERNAL, msg, e);
     }
     if (state.equals("XX001") || state.equals("XX002")) {

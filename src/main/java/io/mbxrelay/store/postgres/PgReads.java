@@ -28,6 +28,9 @@ import java.util.Optional;
  * is one read-only transaction ({@code REPEATABLE READ}, so a pull page — plan, rows, head — is one snapshot); it sees
  * what every instance committed before it started.
  *
+ * <p>Failures: a driver or pool failure fails the future with the {@link io.mbxrelay.store.StoreException} of
+ * {@code PgLedgerBackend.mapped} (database unavailable: {@code UNAVAILABLE}), as the writer's would.
+ *
  * <p>Safe on any event loop; futures complete on the caller's context.
  */
 public final class PgReads implements RelayReads {
@@ -50,6 +53,15 @@ public final class PgReads implements RelayReads {
   }
 
   private <T> Future<T> read(Read<T> fn) {
+    try {
+      return readOn(fn);
+    } catch (java.util.concurrent.RejectedExecutionException e) { // the readers were closed (a stop under way)
+      return Future.failedFuture(new io.mbxrelay.store.StoreException(
+          io.mbxrelay.store.StoreException.Kind.UNAVAILABLE, "read pool closed", e));
+    }
+  }
+
+  private <T> Future<T> readOn(Read<T> fn) {
     return readers.executeBlocking(() -> {
       try (Connection c = pool.getConnection()) {
         c.setAutoCommit(false);
@@ -63,6 +75,9 @@ public final class PgReads implements RelayReads {
           c.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
           c.setAutoCommit(true);
         }
+      } catch (SQLException e) {
+        // the writer's classification (issue 20 item 1): a database that cannot be reached is 503, not a bug
+        throw PgLedgerBackend.mapped("read", e);
       }
     }, false);
   }

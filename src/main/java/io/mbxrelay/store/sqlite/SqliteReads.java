@@ -36,6 +36,9 @@ import java.util.Optional;
  * The SQLite {@link RelayReads}: a Vert.x JDBC pool over an Agroal data source of read-only SQLite connections (WAL),
  * plus page reader threads with connections of their own. Readers never block the writer and see only committed data.
  *
+ * <p>Failures: a database that cannot be read (busy, I/O, a pool closed or timed out) fails the future with an
+ * {@code UNAVAILABLE} {@link io.mbxrelay.store.StoreException}, as the writer's would (503 at the HTTP edge).
+ *
  * <p>Safe on any event loop; every method returns a future completed on the caller's context.
  */
 public final class SqliteReads implements RelayReads {
@@ -47,6 +50,8 @@ public final class SqliteReads implements RelayReads {
   private final List<PageConnection> pageConnections = new java.util.concurrent.CopyOnWriteArrayList<>();
 
   private final Path dbFile;
+  /** Set by {@link #close()}: every read from now on fails as unavailable. */
+  private volatile boolean closed;
 
   private SqliteReads(AgroalDataSource dataSource, Pool pool, WorkerExecutor pageReaders, Path dbFile) {
     this.dbFile = dbFile;
@@ -126,7 +131,23 @@ public final class SqliteReads implements RelayReads {
    * every read see everything committed before it started.
    */
   private <T> Future<T> read(java.util.function.Function<SqlConnection, Future<T>> fn) {
-    return pool.withTransaction(fn::apply);
+    return pool.withTransaction(fn::apply).recover(this::classified);
+  }
+
+  /**
+   * A read's failure as the writer's is classified ({@link SqliteBackend#classify}; issue 20 item 1): busy, I/O, a
+   * file that cannot be opened are {@code UNAVAILABLE} (503), and so is every failure of the pool itself (acquisition
+   * timeout, a pool closed under the read); corruption is {@code CORRUPT}; anything else stays as it is (500: a bug).
+   */
+  private <T> Future<T> classified(Throwable e) {
+    if (e instanceof org.sqlite.SQLiteException se) {
+      return Future.failedFuture(SqliteBackend.classify("read", se));
+    }
+    if (closed || e instanceof SQLException || e instanceof java.util.concurrent.RejectedExecutionException) {
+      return Future.failedFuture(new io.mbxrelay.store.StoreException(io.mbxrelay.store.StoreException.Kind.UNAVAILABLE,
+          "read pool unavailable", e));
+    }
+    return Future.failedFuture(e);
   }
 
   private static Enrolment enrolment(Row r) {
@@ -163,6 +184,15 @@ public final class SqliteReads implements RelayReads {
    */
   @Override
   public Future<Page> pull(String target, long after, int limit, long maxBytes, PageBudget budget, String client) {
+    try {
+      return pagePull(target, after, limit, maxBytes, budget, client).recover(this::classified);
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      return classified(e); // the page readers were closed (a stop under way)
+    }
+  }
+
+  private Future<Page> pagePull(String target, long after, int limit, long maxBytes, PageBudget budget,
+      String client) {
     return pageReaders.executeBlocking(() -> {
       try {
         if (budget == null) {
@@ -266,7 +296,7 @@ public final class SqliteReads implements RelayReads {
   /** A trivial query through the pool (readiness). */
   @Override
   public Future<Void> probe() {
-    return pool.query(SqlCatalogue.PROBE).execute().mapEmpty();
+    return pool.query(SqlCatalogue.PROBE).execute().<Void>mapEmpty().recover(this::classified);
   }
 
   // ---- trust reads (issue 3): enc-key ads and the deny list ----
@@ -309,6 +339,7 @@ public final class SqliteReads implements RelayReads {
 
   @Override
   public void close() {
+    closed = true;
     pool.close();
     pageReaders.close();
     for (PageConnection c : pageConnections) {
