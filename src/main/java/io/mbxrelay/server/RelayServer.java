@@ -274,6 +274,7 @@ public final class RelayServer implements AutoCloseable {
       // The database's disk is the database's: a full one answers 53100 (disk_full), mapped to 503 per request.
       DiskSpace disk = new DiskSpace(() -> Long.MAX_VALUE, System::nanoTime, 0);
       io.mbxrelay.http.PullWaiters waiters = new io.mbxrelay.http.PullWaiters(config.limits().maxEnrolments());
+      pg.onItemsElsewhere(waiters::wake); // items another instance committed wake this instance's pulls
       StoreWriterVerticle writer = new StoreWriterVerticle(store, sc.writerBatchMax(), sc.writerBatchMaxRows(),
           sc.writerBatchMaxBytes(), sc.writerCommitDelayMs(), disk, Runnable::run, waiters,
           (commands, nanos, failure) -> {

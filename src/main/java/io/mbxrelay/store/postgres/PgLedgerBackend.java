@@ -242,6 +242,15 @@ public final class PgLedgerBackend implements LedgerBackend {
           }
         }
       }
+      if (!done.seqDirty.isEmpty()) {
+        // delivered at COMMIT: wakes long-poll pulls of these targets held on other instances (issue 20 item 8)
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_notify('" + PgItemsChannel.CHANNEL + "', ?)")) {
+          for (String payload : PgItemsChannel.payloads(store.instanceId(), done.seqDirty)) {
+            ps.setString(1, payload);
+            ps.executeQuery().close();
+          }
+        }
+      }
       c.commit();
     } catch (SQLException e) {
       rollback();
