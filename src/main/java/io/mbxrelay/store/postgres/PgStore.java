@@ -179,6 +179,10 @@ public final class PgStore implements AutoCloseable {
             .maxSize(s.poolSize())
             .acquisitionTimeout(Duration.ofSeconds(10))
             .validationTimeout(Duration.ofSeconds(30))
+            // a connection idle for a second is checked before it is handed out: after a database restart or a
+            // terminated session the stale ones are dropped at borrow, not discovered by a failed pull, push or
+            // readiness probe (issue 20 item 5)
+            .idleValidationTimeout(Duration.ofSeconds(1))
             .connectionValidator(io.agroal.api.configuration.AgroalConnectionPoolConfiguration.ConnectionValidator
                 .defaultValidator())
             .exceptionSorter(io.agroal.api.configuration.AgroalConnectionPoolConfiguration.ExceptionSorter
