@@ -123,7 +123,14 @@ public final class AdminVerticle extends VerticleBase {
       actualPort = s.actualPort();
       probe(0L);
       scan(0L);
-      vertx.setPeriodic(config.probeIntervalMs(), this::probe);
+      // every probeIntervalMs, and every second while the last probe failed, so readiness returns within about a
+      // second of the store taking writes again (issue 20 item 5)
+      vertx.setPeriodic(Math.min(1000, config.probeIntervalMs()), t -> {
+        if (lastFailure != null || lastProbeNanos > TimeUnit.MILLISECONDS.toNanos(config.readyTimeoutMs())
+            || System.nanoTime() - lastAnsweredAt >= TimeUnit.MILLISECONDS.toNanos(config.probeIntervalMs())) {
+          probe(t);
+        }
+      });
       vertx.setPeriodic(config.queueScanIntervalMs(), this::scan);
     });
   }
@@ -213,6 +220,16 @@ public final class AdminVerticle extends VerticleBase {
     long bound = TimeUnit.MILLISECONDS.toNanos(config.readyTimeoutMs());
     long sent = probeSentAt;
     String failure = lastFailure;
+    // a transaction that stored items since the last probe answer shows the store takes writes now: an older probe
+    // failure or slow answer (from an outage that has ended) no longer counts (issue 20 item 5)
+    long answered = lastAnsweredAt;
+    long stored = writer.lastStoredAt();
+    if (answered >= 0 && stored != Long.MIN_VALUE && stored - answered > 0) {
+      failure = null;
+      if (sent < 0 || stored - sent > 0) {
+        return out;
+      }
+    }
     if (sent >= 0 && System.nanoTime() - sent > bound) {
       out.add("writer did not answer the probe transaction within " + config.readyTimeoutMs() + " ms");
     } else if (lastAnsweredAt < 0) {

@@ -185,6 +185,7 @@ public final class RelayServer implements AutoCloseable {
       RelayConfig.Store sc = config.store();
       // long-poll waiters: the writer signals them after each COMMIT that stored items (writer.ItemsCommitted)
       io.mbxrelay.http.PullWaiters waiters = new io.mbxrelay.http.PullWaiters(config.limits().maxEnrolments());
+      store.onItemsElsewhere(waiters::wake); // items another instance committed wake this instance's pulls
       StoreWriterVerticle writer = new StoreWriterVerticle(ledger, sc.writerBatchMax(), sc.writerBatchMaxRows(),
           sc.writerBatchMaxBytes(), sc.writerCommitDelayMs(), disk, store.answers(), waiters,
           (commands, nanos, failure) -> {

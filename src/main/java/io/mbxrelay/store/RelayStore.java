@@ -77,7 +77,8 @@ public interface RelayStore extends AutoCloseable {
    * Readiness probe of the write path that writes nothing (issue 10 item 14): takes the write lock ({@code BEGIN
    * IMMEDIATE}), reads one meta row and rolls back. Nothing is committed, written or fsynced, so an idle relay writes
    * only its heartbeat; a lock held by another process, a read-only store or an I/O error fails it as it would fail a
-   * write. Writer thread only, outside a transaction.
+   * write. On PostgreSQL it commits an overwrite of the {@code meta} row {@code ready_probe} instead (issue 20 item 2:
+   * a read-only or full database passes a probe that only reads). Writer thread only, outside a transaction.
    *
    * @return true when the lock was taken and the row read
    * @throws StoreException UNAVAILABLE (busy, read-only, I/O), CORRUPT, or INTERNAL

@@ -65,6 +65,8 @@ public final class StoreWriterVerticle extends VerticleBase {
   private final ArrayDeque<Message<StoreCommand<?>>> pending = new ArrayDeque<>();
   private boolean drainScheduled;
   private volatile boolean failStopped;
+  /** {@link System#nanoTime()} of the last COMMIT that stored items, or {@link Long#MIN_VALUE}. */
+  private volatile long lastStoredAt = Long.MIN_VALUE;
   private MessageConsumer<StoreCommand<?>> consumer;
   private long refreshTimer = -1;
   /** The commit-delay timer of the drain waiting for company, or -1. */
@@ -109,6 +111,14 @@ public final class StoreWriterVerticle extends VerticleBase {
   /** True after a corruption error stopped the writer; readiness reports it. */
   public boolean failStopped() {
     return failStopped;
+  }
+
+  /**
+   * When the last transaction that stored items committed ({@link System#nanoTime()}), or {@link Long#MIN_VALUE}:
+   * proof that the store took a write, which readiness counts like a passed probe (issue 20 item 5). Any thread.
+   */
+  public long lastStoredAt() {
+    return lastStoredAt;
   }
 
   /** Push requests refused because free space was under the floor, since start (metrics; any thread). */
@@ -317,6 +327,9 @@ public final class StoreWriterVerticle extends VerticleBase {
       written += writtenBytes(c);
     }
     disk.committed(written);
+    if (written > 0) {
+      lastStoredAt = System.nanoTime();
+    }
     answersAfterCommit.accept(() -> {
       for (int i = 0; i < batch.size(); i++) {
         RelayStore.CommandResult r = results.get(i);

@@ -134,6 +134,11 @@ public final class PgBackendFactory implements StoreBackendFactory {
     }
 
     @Override
+    public void onItemsElsewhere(Consumer<java.util.Set<String>> wake) {
+      pg.onItemsElsewhere(wake); // NOTIFY mbx_items from the other instances' writers
+    }
+
+    @Override
     public boolean closedCleanly() {
       return true;
     }

@@ -241,6 +241,15 @@ public final class PgLedgerBackend extends JdbcLedgerBackend {
           }
         }
       }
+      if (!done.seqDirty.isEmpty()) {
+        // delivered at COMMIT: wakes long-poll pulls of these targets held on other instances (issue 20 item 8)
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_notify('" + PgItemsChannel.CHANNEL + "', ?)")) {
+          for (String payload : PgItemsChannel.payloads(store.instanceId(), done.seqDirty)) {
+            ps.setString(1, payload);
+            ps.executeQuery().close();
+          }
+        }
+      }
       c.commit();
     } catch (SQLException e) {
       rollback();
@@ -310,12 +319,36 @@ public final class PgLedgerBackend extends JdbcLedgerBackend {
     // see the listener in PgStore
   }
 
+  /**
+   * A probe that writes (issue 20 item 2): overwrites the {@code ready_probe} row of {@code meta} and commits, so a
+   * database that cannot commit a write (set read-only: {@code 25006}; its disk full: {@code 53100}; in recovery) fails
+   * it, while a probe that only reads would pass. One short transaction on a pool connection; instances overwrite the
+   * same row (a row lock held for the statement and its COMMIT).
+   */
   @Override
   public boolean probeWriter() throws StoreException {
-    try (Connection c = store.dataSource().getConnection();
-        Statement st = c.createStatement();
-        ResultSet rs = st.executeQuery("SELECT v FROM meta WHERE k = 'epoch'")) {
-      return rs.next();
+    try (Connection c = store.dataSource().getConnection()) {
+      c.setAutoCommit(false);
+      try (PreparedStatement ps = c.prepareStatement("INSERT INTO meta(k, v) VALUES('ready_probe', ?)"
+          + " ON CONFLICT (k) DO UPDATE SET v = excluded.v")) {
+        ps.setString(1, store.instanceId() + " " + System.currentTimeMillis());
+        boolean wrote = ps.executeUpdate() == 1;
+        c.commit();
+        return wrote;
+      } catch (SQLException e) {
+        try {
+          c.rollback();
+        } catch (SQLException ignored) {
+          // the connection is broken: the pool drops it
+        }
+        throw e;
+      } finally {
+        try {
+          c.setAutoCommit(true);
+        } catch (SQLException ignored) {
+          // broken connection
+        }
+      }
     } catch (SQLException e) {
       throw mapped("probe", e);
     }

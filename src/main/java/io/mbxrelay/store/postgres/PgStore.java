@@ -46,6 +46,10 @@ public final class PgStore implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(PgStore.class);
   /** The notification channel a transaction that changed enrolment rows signals on (payload: the host key). */
   static final String ENROLMENT_CHANNEL = "mbx_enrolments";
+  /** This process's id on the {@code mbx_items} channel (skips its own notifications). */
+  private final String instanceId = UUID.randomUUID().toString().substring(0, 8);
+  /** Wakes this instance's waiting pulls for items committed by other instances (issue 20 item 8). */
+  private volatile java.util.function.Consumer<java.util.Set<String>> itemsElsewhere = targets -> {};
 
   private final AgroalDataSource pool;
   private final Ed25519KeyPair relayKey;
@@ -167,6 +171,10 @@ public final class PgStore implements AutoCloseable {
             .maxSize(s.poolSize())
             .acquisitionTimeout(Duration.ofSeconds(10))
             .validationTimeout(Duration.ofSeconds(30))
+            // a connection idle for a second is checked before it is handed out: after a database restart or a
+            // terminated session the stale ones are dropped at borrow, not discovered by a failed pull, push or
+            // readiness probe (issue 20 item 5)
+            .idleValidationTimeout(Duration.ofSeconds(1))
             .connectionValidator(io.agroal.api.configuration.AgroalConnectionPoolConfiguration.ConnectionValidator
                 .defaultValidator())
             .exceptionSorter(io.agroal.api.configuration.AgroalConnectionPoolConfiguration.ExceptionSorter
@@ -371,9 +379,26 @@ public final class PgStore implements AutoCloseable {
     }
   }
 
+  /** This process's id on the items channel (a few ASCII characters, new at each open). */
+  String instanceId() {
+    return instanceId;
+  }
+
+  /**
+   * Installs what wakes this instance's long-poll pulls when another instance commits items for their hosts (issue 20
+   * item 8): called on the listener thread with the targets of one notification; must not block. A notification lost
+   * with the listener's connection is not replayed (those pulls answer at their wait's end).
+   *
+   * @param observer receives an unmodifiable set of target keys
+   */
+  public void onItemsElsewhere(java.util.function.Consumer<java.util.Set<String>> observer) {
+    this.itemsElsewhere = java.util.Objects.requireNonNull(observer);
+  }
+
   /**
    * The listener thread: {@code LISTEN mbx_enrolments} on a connection of its own and re-reads each key another
-   * instance changed. After a lost connection it reconnects and reloads the whole table (a notification sent while it
+   * instance changed; {@code LISTEN mbx_items} and wakes this instance's pulls of the targets another instance stored
+   * items for. After a lost connection it reconnects and reloads the whole table (a notification sent while it
    * was away is lost), so a missed revocation is picked up within about a second of the connection coming back.
    */
   private void listen() {
@@ -386,6 +411,7 @@ public final class PgStore implements AutoCloseable {
         }
         try (Statement st = c.createStatement()) {
           st.execute("LISTEN " + ENROLMENT_CHANNEL);
+          st.execute("LISTEN " + PgItemsChannel.CHANNEL);
         }
         reloadEnrolments();
         PGConnection pg = c.unwrap(PGConnection.class);
@@ -395,7 +421,14 @@ public final class PgStore implements AutoCloseable {
             continue;
           }
           for (PGNotification n : got) {
-            refreshEnrolment(c, n.getParameter());
+            if (PgItemsChannel.CHANNEL.equals(n.getName())) {
+              java.util.Set<String> targets = PgItemsChannel.targets(n.getParameter(), instanceId);
+              if (!targets.isEmpty()) {
+                itemsElsewhere.accept(targets);
+              }
+            } else {
+              refreshEnrolment(c, n.getParameter());
+            }
           }
         }
       } catch (Exception e) {

@@ -80,6 +80,17 @@ public interface OpenedStore extends AutoCloseable {
    */
   RelayReads openReads(Vertx vertx) throws Exception;
 
+  /**
+   * Installs what wakes this instance's long-poll pulls when another instance on the same store commits items for
+   * their hosts (issue 20 item 8). A store only one process writes (SQLite) never calls it: its writer's own
+   * {@code ItemsCommitted} signal is the whole story.
+   *
+   * @param wake receives the targets of one notification on the store's listener thread; must not block
+   */
+  default void onItemsElsewhere(Consumer<java.util.Set<String>> wake) {
+    // one writer process: nothing happens elsewhere
+  }
+
   /** After {@link #close()}: whether the store was left closed cleanly (SQLite: the clean-close marker is there). */
   boolean closedCleanly();
 

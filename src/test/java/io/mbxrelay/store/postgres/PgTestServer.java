@@ -53,7 +53,9 @@ public final class PgTestServer implements AutoCloseable {
 
   private final Path dataDir;
   private final int port;
-  private final Process postmaster;
+  private volatile Process postmaster;
+  /** The command that started the postmaster (run again by {@link #startServer()} after {@link #stopServer(boolean)}). */
+  private List<String> command = List.of();
   private final Path log;
   private final Thread hook;
   private boolean closed;
@@ -108,12 +110,43 @@ public final class PgTestServer implements AutoCloseable {
           "-c", "deadlock_timeout=100ms"));
       Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
       PgTestServer server = new PgTestServer(dataDir, port, p, log);
+      server.command = List.copyOf(cmd);
       server.awaitReady();
       return server;
     } catch (IOException e) {
       deleteTree(dataDir);
       throw new UncheckedIOException("test PostgreSQL did not start (log: " + log + ")", e);
     }
+  }
+
+  /**
+   * Stops the server and keeps its data directory, as an operator's {@code pg_ctl stop} would (a database fault for
+   * drills): fast mode (SIGINT: sessions ended, a clean shutdown checkpoint) or immediate mode (SIGQUIT: no
+   * checkpoint; the next start runs crash recovery).
+   *
+   * @param immediate immediate mode instead of fast
+   */
+  public synchronized void stopServer(boolean immediate) throws IOException, InterruptedException {
+    new ProcessBuilder("kill", immediate ? "-QUIT" : "-INT", Long.toString(postmaster.pid())).start()
+        .waitFor(5, TimeUnit.SECONDS);
+    if (!postmaster.waitFor(30, TimeUnit.SECONDS)) {
+      throw new IOException("postgres did not stop: " + tail());
+    }
+  }
+
+  /** Starts the server again on its data directory and port after {@link #stopServer(boolean)}; returns once it answers. */
+  public synchronized void startServer() throws IOException {
+    if (postmaster.isAlive()) {
+      throw new IllegalStateException("the server is running");
+    }
+    postmaster = new ProcessBuilder(command).redirectErrorStream(true)
+        .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+    awaitReady();
+  }
+
+  /** The server's log (appended across {@link #startServer()}s; deleted by {@link #close()}). */
+  public Path logFile() {
+    return log;
   }
 
   /** TCP port on 127.0.0.1. */
