@@ -215,20 +215,14 @@ public final class RelayLedger implements RelayStore {
   }
 
   /**
-   * Locks every live target the batch may change, in ascending key order, before its first command (issue 20 item 3):
-   * each writer otherwise locks targets in item order, and two writers' batches naming the same targets in different
-   * orders deadlock. Keys without a live enrolment are left to the command (it refuses them, or locks one more target
-   * after these: the rare rest the retries cover).
+   * Locks every target the batch may change, in ascending key order, before its first command (issue 20 item 3): each
+   * writer otherwise locks targets in item order, and two writers' batches naming the same targets in different orders
+   * deadlock.
    */
   private void lockInCanonicalOrder(List<? extends StoreCommand<?>> commands) throws StoreException {
     java.util.TreeSet<String> keys = new java.util.TreeSet<>();
-    EnrolmentCache live = backend.enrolmentCache();
     for (StoreCommand<?> command : commands) {
-      command.lockKeys(k -> {
-        if (live.get(k).isPresent()) {
-          keys.add(k);
-        }
-      });
+      command.lockKeys(keys::add);
     }
     if (!keys.isEmpty()) {
       backend.lockTargets(keys);
@@ -579,7 +573,7 @@ public final class RelayLedger implements RelayStore {
         java.util.TreeSet<String> keys = new java.util.TreeSet<>();
         for (ItemRow r : rows) {
           keys.add(r.target());
-          if (r.kind().equals("envelope") && backend.enrolmentCache().get(r.sender()).isPresent()) {
+          if (r.kind().equals("envelope")) {
             keys.add(r.sender());
           }
         }

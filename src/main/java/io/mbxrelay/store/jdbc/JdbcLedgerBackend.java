@@ -372,6 +372,18 @@ public abstract class JdbcLedgerBackend implements LedgerBackend {
 
   // ---- helpers ----
 
+  /** Closes every statement of a per-connection cache (a failed close is ignored: the statement is gone) and empties it. */
+  protected static void closeAll(java.util.Map<String, PreparedStatement> statements) {
+    for (PreparedStatement ps : statements.values()) {
+      try {
+        ps.close();
+      } catch (SQLException ignored) {
+        // already finalized, or the connection is broken
+      }
+    }
+    statements.clear();
+  }
+
   /**
    * Binds {@code args} in order: {@link Long}, {@link Integer}, {@code byte[]}, {@link Array}, null (as a text null),
    * anything else as its text.

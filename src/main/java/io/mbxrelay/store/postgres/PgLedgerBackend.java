@@ -11,8 +11,6 @@ import io.mbxrelay.store.jdbc.SqlCatalogue;
 import io.mbxrelay.store.spi.LedgerBackend;
 import io.mbxrelay.store.StoreException;
 import io.mbxrelay.wire.Json;
-import io.mbxrelay.wire.KeySpelling;
-import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -40,7 +38,9 @@ import java.util.concurrent.ThreadLocalRandom;
  *   <li><b>Seqs</b>: the first touch of a target in a transaction ({@link #nextSeq}, {@link #targetUsage},
  *       {@link #senderShare}) locks the target's {@code seqs} row ({@code SELECT … FOR UPDATE}) until COMMIT, so two
  *       transactions never allocate from the same counter at once: seqs are never reused and commit in order per
- *       target. The new counter is written once at COMMIT.</li>
+ *       target. The new counter is written once at COMMIT. A batch locks all its live targets first, in ascending key
+ *       order ({@link #lockTargets}), so two sessions' batches never wait for each other in a cycle (issue 20 item
+ *       3).</li>
  *   <li><b>Dedup</b>: the primary key (sender, item id, target); {@code INSERT … ON CONFLICT DO NOTHING} waits for a
  *       concurrent insert of the same key and then reports it taken.</li>
  *   <li><b>Quotas</b>: the per-target and per-target-sender counters are read under the target's lock (exact); the
@@ -54,8 +54,10 @@ import java.util.concurrent.ThreadLocalRandom;
  *       finds nothing to sweep this round.</li>
  * </ul>
  *
+ * <p>The statements it shares with SQLite, and the table operations run alike, are in {@link JdbcLedgerBackend}.
+ *
  * <p>One thread at a time. A connection is taken from the pool at {@link #begin()} and returned at the end of the
- * transaction.
+ * transaction; its prepared statements live as long as the transaction.
  */
 public final class PgLedgerBackend extends JdbcLedgerBackend {
   private final PgStore store;
@@ -281,14 +283,7 @@ public final class PgLedgerBackend extends JdbcLedgerBackend {
   }
 
   private void end() {
-    for (PreparedStatement ps : statements.values()) {
-      try {
-        ps.close();
-      } catch (SQLException ignored) {
-        // the connection is broken
-      }
-    }
-    statements.clear();
+    closeAll(statements);
     release(conn);
     conn = null;
     tx = null;
@@ -505,7 +500,8 @@ public final class PgLedgerBackend extends JdbcLedgerBackend {
   /**
    * Locks the counter rows of {@code targets} in ascending key order (issue 20 item 3): one statement for the rows
    * that exist ({@code ORDER BY … COLLATE "C"}, the order of {@link String#compareTo} for the ASCII keys, under
-   * {@code FOR UPDATE} locks rows in output order), then the missing rows are created and locked the same way.
+   * {@code FOR UPDATE} locks rows in output order), then the missing rows of live enrolments (a host's first item) are
+   * created and locked the same way; a key nobody enrolled gets no row.
    */
   @Override
   public void lockTargets(java.util.SortedSet<String> targets) throws StoreException {
@@ -522,7 +518,7 @@ public final class PgLedgerBackend extends JdbcLedgerBackend {
       lockExisting(wanted);
       List<String> missing = new ArrayList<>();
       for (String t : wanted) {
-        if (!tx.nextSeq.containsKey(t)) {
+        if (!tx.nextSeq.containsKey(t) && store.enrolmentCache().get(t).isPresent()) {
           missing.add(t);
         }
       }
@@ -729,7 +725,7 @@ public final class PgLedgerBackend extends JdbcLedgerBackend {
       u = counters(SqlCatalogue.QUEUE_USAGE, target);
       tx.targetUsage.put(target, u);
     }
-    return new Usage(u[0], u[1]);
+    return usage(u);
   }
 
   @Override
@@ -742,7 +738,7 @@ public final class PgLedgerBackend extends JdbcLedgerBackend {
           sender);
       tx.senderShare.put(k, u);
     }
-    return new Usage(u[0], u[1]);
+    return usage(u);
   }
 
   @Override
@@ -752,7 +748,7 @@ public final class PgLedgerBackend extends JdbcLedgerBackend {
       u = counters(SqlCatalogue.ACCOUNT_USAGE, account);
       tx.accountUsage.put(account, u);
     }
-    return new Usage(u[0], u[1]);
+    return usage(u);
   }
 
   @Override
@@ -772,6 +768,10 @@ public final class PgLedgerBackend extends JdbcLedgerBackend {
       tx.storeCommitted = counters("SELECT coalesce(sum(items), 0), coalesce(sum(bytes), 0) FROM store_totals");
     }
     return new Usage(tx.storeCommitted[0] + tx.storeItems, tx.storeCommitted[1] + tx.storeBytes);
+  }
+
+  private static Usage usage(long[] u) {
+    return new Usage(u[0], u[1]);
   }
 
   @Override

@@ -188,7 +188,9 @@ public interface LedgerBackend extends AutoCloseable {
   /**
    * Locks the counters of {@code targets}, in the order given (ascending {@link String} order, the canonical lock
    * order shared by every writer: issue 20 item 3), as {@link #nextSeq} would one by one. A target without a counter
-   * row gets one. Called only when {@link #locksTargets()}; inside a transaction.
+   * row gets one when it is a live enrolment; any other key is left to {@link #nextSeq} (its push is refused, or it
+   * locks one more target later: the rare rest the ledger's retries cover). Called only when {@link #locksTargets()};
+   * inside a transaction.
    *
    * @param targets distinct target keys, ascending
    */

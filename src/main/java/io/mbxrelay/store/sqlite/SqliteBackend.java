@@ -6,7 +6,6 @@ import io.mbxrelay.store.EnrolmentCache;
 import io.mbxrelay.store.model.ItemRow;
 import io.mbxrelay.store.jdbc.Dialect;
 import io.mbxrelay.store.jdbc.JdbcLedgerBackend;
-import io.mbxrelay.store.jdbc.SqlCatalogue;
 import io.mbxrelay.store.spi.LedgerBackend;
 import io.mbxrelay.store.StoreException;
 import io.mbxrelay.wire.IsoTime;
@@ -39,8 +38,9 @@ import org.sqlite.SQLiteException;
  *
  * <p>Group commit: a transaction is {@code BEGIN IMMEDIATE} … {@code COMMIT} under {@code synchronous=FULL}; the
  * per-target {@code seqs}, {@code queue_usage} and {@code sender_totals} rows are written once per touched key right
- * before COMMIT from the writer's in-memory state ({@link WriterState}), which savepoint rollbacks undo through a
- * journal.
+ * before COMMIT from the writer's in-memory state ({@link WriterState}, kept by {@link WriterCounters}), which
+ * savepoint rollbacks undo through a journal. The table operations it runs as PostgreSQL does are in
+ * {@link JdbcLedgerBackend}.
  *
  * <p>Threading: not thread-safe; owned by one thread (the writer).
  */
@@ -212,14 +212,7 @@ public final class SqliteBackend extends JdbcLedgerBackend {
    * {@code DiskFullIT}). Failures are rare, preparing a dozen statements again is cheap.
    */
   private void dropStatements() {
-    for (PreparedStatement ps : statements.values()) {
-      try {
-        ps.close();
-      } catch (SQLException ignored) {
-        // already finalized
-      }
-    }
-    statements.clear();
+    closeAll(statements);
   }
 
   /**
