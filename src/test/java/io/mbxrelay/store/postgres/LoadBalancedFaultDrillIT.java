@@ -9,15 +9,14 @@ import io.mbxrelay.testing.ChildRelay;
 import io.mbxrelay.testing.Envelopes;
 import io.mbxrelay.testing.Http;
 import io.mbxrelay.testing.Nginx;
+import io.mbxrelay.testing.QueuePuller;
 import io.mbxrelay.testing.TestHost;
-import io.mbxrelay.wire.B64;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.Statement;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
@@ -137,9 +136,9 @@ class LoadBalancedFaultDrillIT {
         }
       }, "lb-drill-sender-" + s));
     }
-    List<Puller> pullers = new ArrayList<>();
+    List<QueuePuller> pullers = new ArrayList<>();
     for (TestHost t : targets) {
-      Puller p = new Puller(t, base, epoch, byId);
+      QueuePuller p = new QueuePuller(t, () -> base, epoch, byId, violations, this::count);
       pullers.add(p);
       workers.add(new Thread(() -> {
         while (!stop.get()) {
@@ -207,16 +206,16 @@ class LoadBalancedFaultDrillIT {
         pushOnce(senders.get(it.sender()), targets, it.id(), it.wire(), accepted);
       }
     }
-    for (Puller p : pullers) {
-      for (int round = 0; round < 200 && p.more; round++) {
+    for (QueuePuller p : pullers) {
+      for (int round = 0; round < 200 && !p.drained(); round++) {
         p.pageOnce();
       }
     }
     assertThat(violations).isEmpty();
-    for (Puller p : pullers) {
+    for (QueuePuller p : pullers) {
       Map<String, Long> expected = new TreeMap<>();
-      accepted.forEach((id, seqs) -> expected.put(id, seqs.get(p.host.pub())));
-      assertThat(new TreeMap<>(p.delivered)).as("%s: each item once, at its accepted seq", p.host.name)
+      accepted.forEach((id, seqs) -> expected.put(id, seqs.get(p.host().pub())));
+      assertThat(new TreeMap<>(p.delivered)).as("%s: each item once, at its accepted seq", p.host().name)
           .isEqualTo(expected);
     }
     System.out.printf("load-balanced drill: %d items x %d targets (%d accepted during the faults), statuses %s%n",
@@ -250,56 +249,6 @@ class LoadBalancedFaultDrillIT {
       }
     } catch (Exception lost) {
       // no answer (a connection reset): the sender retries
-    }
-  }
-
-  /** One target pulling through the balancer, tracking what it saw. */
-  private final class Puller {
-    final TestHost host;
-    final String epoch;
-    final Map<String, byte[]> byId;
-    final Map<String, Long> delivered = new ConcurrentHashMap<>();
-    long after;
-    volatile boolean more = true;
-
-    Puller(TestHost host, String base, String epoch, Map<String, byte[]> byId) {
-      this.host = new TestHost(base, host.name, host.key);
-      this.epoch = epoch;
-      this.byId = byId;
-    }
-
-    void pageOnce() {
-      try {
-        Http.Resp page = host.pull(after, 50, epoch);
-        count(page);
-        if (page.status() != 200) {
-          return;
-        }
-        JsonNode j = page.json();
-        long prev = after;
-        for (JsonNode it : j.get("items")) {
-          long seq = it.get("seq").asLong();
-          String id = it.get("item_id").asText();
-          if (seq <= prev) {
-            violations.add(host.name + ": seq " + seq + " after " + prev);
-          }
-          prev = seq;
-          if (delivered.put(id, seq) != null) {
-            violations.add(host.name + ": " + id + " delivered twice");
-          }
-          byte[] want = byId.get(id);
-          if (want == null || !Arrays.equals(B64.decodeLenient(it.get("wire_b64").asText()).orElseThrow(), want)) {
-            violations.add(host.name + ": " + id + " unknown or its bytes differ");
-          }
-        }
-        after = Math.max(after, j.get("last_seq").asLong());
-        more = j.get("more").asBoolean();
-        if (after > 0) {
-          count(host.ack(epoch, after)); // a lost ack is repeated by the next one
-        }
-      } catch (Exception lost) {
-        // no answer: the next page asks again from the same place
-      }
     }
   }
 

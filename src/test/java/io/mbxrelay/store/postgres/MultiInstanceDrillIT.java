@@ -7,8 +7,8 @@ import io.mbxrelay.crypto.Ed25519KeyPair;
 import io.mbxrelay.testing.ChildRelay;
 import io.mbxrelay.testing.Envelopes;
 import io.mbxrelay.testing.Http;
+import io.mbxrelay.testing.QueuePuller;
 import io.mbxrelay.testing.TestHost;
-import io.mbxrelay.wire.B64;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -163,9 +163,9 @@ class MultiInstanceDrillIT {
         }
       }, "drill-sender-" + s));
     }
-    Map<Integer, Puller> pullers = new HashMap<>();
+    Map<Integer, QueuePuller> pullers = new HashMap<>();
     for (int t = 0; t < TARGETS; t++) {
-      Puller p = new Puller(targets.get(t), epoch, byId, violations);
+      QueuePuller p = new QueuePuller(targets.get(t), this::anyUrl, epoch, byId, violations, r -> { });
       pullers.put(t, p);
       workers.add(new Thread(() -> {
         while (!stop.get()) {
@@ -224,7 +224,7 @@ class MultiInstanceDrillIT {
       }
     }
     // every target pulls to the end
-    for (Puller p : pullers.values()) {
+    for (QueuePuller p : pullers.values()) {
       for (int round = 0; round < 200 && !p.drained(); round++) {
         p.pageOnce();
       }
@@ -264,69 +264,6 @@ class MultiInstanceDrillIT {
       }
     } catch (Exception lost) {
       // the instance was killed under the request: no answer, the sender retries
-    }
-  }
-
-  /** One target pulling from random instances, tracking what it saw. */
-  private final class Puller {
-    final TestHost host;
-    final String epoch;
-    final Map<String, byte[]> byId;
-    final List<String> violations;
-    final Map<String, Long> delivered = new ConcurrentHashMap<>();
-    long after;
-    boolean more = true;
-
-    Puller(TestHost host, String epoch, Map<String, byte[]> byId, List<String> violations) {
-      this.host = host;
-      this.epoch = epoch;
-      this.byId = byId;
-      this.violations = violations;
-    }
-
-    boolean drained() {
-      return !more;
-    }
-
-    void pageOnce() {
-      try {
-        TestHost h = new TestHost(anyUrl(), host.name, host.key);
-        Http.Resp page = h.pull(after, 50, epoch);
-        if (page.status() != 200) {
-          return;
-        }
-        JsonNode j = page.json();
-        if (!epoch.equals(j.get("epoch").asText())) {
-          violations.add("epoch changed to " + j.get("epoch").asText());
-        }
-        long prev = after;
-        for (JsonNode it : j.get("items")) {
-          long seq = it.get("seq").asLong();
-          String id = it.get("item_id").asText();
-          if (seq <= prev) {
-            violations.add(host.name + ": seq " + seq + " after " + prev);
-          }
-          prev = seq;
-          if (delivered.put(id, seq) != null) {
-            violations.add(host.name + ": " + id + " delivered twice");
-          }
-          byte[] want = byId.get(id);
-          if (want == null) {
-            violations.add(host.name + ": unknown item " + id);
-          } else {
-            if (!java.util.Arrays.equals(B64.decodeLenient(it.get("wire_b64").asText()).orElseThrow(), want)) {
-              violations.add(host.name + ": " + id + " bytes differ");
-            }
-          }
-        }
-        after = Math.max(after, j.get("last_seq").asLong());
-        more = j.get("more").asBoolean();
-        if (after > 0) {
-          new TestHost(anyUrl(), host.name, host.key).ack(epoch, after); // lost acks are retried by the next one
-        }
-      } catch (Exception lost) {
-        // killed under the request: the next page asks again from the same place
-      }
     }
   }
 
