@@ -24,7 +24,8 @@ import org.junit.jupiter.api.io.TempDir;
  * from a connection of its own while a host pushes. When the writer gives up on the lock first (busy timeout shorter
  * than the writer's deadline), the transaction never began: {@code not_stored}, and the retry is a fresh accept. When
  * the writer's deadline passes first, the push is still queued and commits once the lock goes: {@code unknown}, and
- * the retry is a {@code duplicate} at the original seq. Each kind is counted.
+ * the retry is a {@code duplicate} at the original seq. A push under the free-space floor is {@code not_stored} with
+ * {@code Retry-After: 60} (the writer types that refusal; issue 19 item 5). Each kind is counted.
  */
 class UnavailableOutcomeTest {
   private static final String NOT_STORED =
@@ -82,6 +83,35 @@ class UnavailableOutcomeTest {
       assertThat(m.value("mbxrelay_unavailable_answers_total", "outcome=\"unknown\"")).isEqualTo(1.0);
       assertThat(m.value("mbxrelay_unavailable_answers_total", "outcome=\"not_stored\"")).isEqualTo(0.0);
     }
+  }
+
+  @Test
+  void a_push_refused_under_the_free_space_floor_is_not_stored_with_retry_after_60(@TempDir Path dir)
+      throws Exception {
+    long floor = 1L << 40; // the largest floor the config takes: more than this machine's disk has free
+    org.junit.jupiter.api.Assumptions.assumeTrue(java.nio.file.Files.getFileStore(dir).getUsableSpace() < floor);
+    try (RelayHarness relay = RelayHarness.start(dir, Map.of("MBX_RELAY_STORE_MIN_FREE_BYTES", Long.toString(floor)),
+        Clock.systemUTC(), Ed25519KeyPair.generate())) {
+      TestHost a = new TestHost(relay.url(), "floor-a").enrol(); // enrolments still run under the floor
+      TestHost b = new TestHost(relay.url(), "floor-b").enrol();
+      String id = Envelopes.newId();
+      io.mbxrelay.testing.RawHttp.Answer r = pushRaw(relay, a, b, id);
+      assertThat(r.status()).isEqualTo(503);
+      assertThat(r.body()).isEqualTo(NOT_STORED);
+      assertThat(r.header("retry-after")).isEqualTo("60");
+      assertThat(Scrape.of(relay.adminUrl()).value("mbxrelay_unavailable_answers_total", "outcome=\"not_stored\""))
+          .isEqualTo(1.0);
+    }
+  }
+
+  private static io.mbxrelay.testing.RawHttp.Answer pushRaw(RelayHarness relay, TestHost from, TestHost to, String id)
+      throws Exception {
+    var body = io.mbxrelay.wire.Json.MAPPER.createObjectNode();
+    body.putArray("items").add(TestHost.item("envelope", id, java.util.List.of(to.pub()),
+        java.util.List.of(Envelopes.sealed(id))));
+    byte[] bytes = io.mbxrelay.wire.Json.stringify(body).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    return io.mbxrelay.testing.RawHttp.exchange(relay.server.port(), io.mbxrelay.testing.RawHttp.signedHead(from.key,
+        from.pub(), "POST", "/v2/relay/items", System.currentTimeMillis(), bytes, bytes.length), bytes, 10_000);
   }
 
   /** Another connection takes SQLite's write lock ({@code BEGIN IMMEDIATE}), as another process would. */
