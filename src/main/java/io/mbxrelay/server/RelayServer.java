@@ -387,6 +387,8 @@ public final class RelayServer implements AutoCloseable {
     io.mbxrelay.http.BodyBudget bodyBudget = new io.mbxrelay.http.BodyBudget(config.http().bodyBudgetBytes(),
         config.http().bodyBytesPerClient());
     m.bindPulls(waiters::waiting, pageBudget::held);
+    // one deadline sweep for every long-poll wait instead of a timer per wait (issue 18 goal 4)
+    vertx.setPeriodic(io.mbxrelay.http.PullWaiters.SWEEP_MS, id -> waiters.sweep(System.nanoTime()));
     m.bindLiveEnrolments(enrolments::liveCount);
     m.bindBodyBudget(bodyBudget::used, bodyBudget::refused);
     RelayServices services = new RelayServices(config, relayKey, epoch, version(), reads, enrolments,
