@@ -240,6 +240,8 @@ public final class ConfigLoader {
     range(v, "http.maxConcurrentStreams", c.http().maxConcurrentStreams(), 1, 1000);
     range(v, "http.shutdownGraceMs", c.http().shutdownGraceMs(), 0, 600_000);
     range(v, "http.pageStallMs", c.http().pageStallMs(), 500, 600_000);
+    range(v, "http.maxConnections", c.http().maxConnections(), 0, 10_000_000);
+    range(v, "http.reservedFiles", c.http().reservedFiles(), 32, 1_000_000);
     if (!LOG_LEVELS.contains(c.log().level() == null ? "" : c.log().level().toUpperCase(Locale.ROOT))) {
       v.add("log.level (MBX_RELAY_LOG_LEVEL) must be one of " + String.join(", ", LOG_LEVELS) + " (is "
           + c.log().level() + ")");

@@ -60,11 +60,36 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    *     connections still open after it are closed (issue 12 item 1)
    * @param pageStallMs a pull page whose writes make no progress (the client reads nothing) for this long is cut: its
    *     connection is closed and its bytes leave the page budget (issue 22 item 1), ms
+   * @param maxConnections most connections the relay port holds open at once over every HTTP instance (issue 18 goal
+   *     4); a connection over it is answered 503 with {@code Retry-After} and closed; 0 = the process's open-file limit
+   *     less {@code reservedFiles} ({@link #connectionLimit(long)})
+   * @param reservedFiles file descriptors kept back from the connection cap for the store, the logs, the jar and the
+   *     admin port, and for answering refused connections
    */
   public record Http(int instances, int maxBodyBytes, int maxSmallBodyBytes, long requestTimeoutMs, long idleTimeoutMs,
       long maxInFlightBodyBytes, boolean h2c, int maxConcurrentStreams, long maxPageBytesInFlight,
       long maxInFlightBodyBytesPerClient, long maxPageBytesInFlightPerClient, long shutdownGraceMs,
-      long pageStallMs) {
+      long pageStallMs, int maxConnections, int reservedFiles) {
+
+    /** The cap used when the open-file limit cannot be read (not a Unix JVM). */
+    public static final int FALLBACK_MAX_CONNECTIONS = 10_000;
+
+    /**
+     * The connection cap in force: {@code maxConnections} when set, else {@code fileLimit - reservedFiles} (at least
+     * 16), else {@link #FALLBACK_MAX_CONNECTIONS} when the limit is unknown.
+     *
+     * @param fileLimit the process's open-file limit ({@code ulimit -n}), or a value ≤ 0 when unknown
+     * @return the most connections held open at once
+     */
+    public int connectionLimit(long fileLimit) {
+      if (maxConnections > 0) {
+        return maxConnections;
+      }
+      if (fileLimit <= 0) {
+        return FALLBACK_MAX_CONNECTIONS;
+      }
+      return (int) Math.max(16, Math.min(Integer.MAX_VALUE, fileLimit - reservedFiles));
+    }
 
     /** The body budget's per-client share in force, bytes (never more than the budget). */
     public long bodyBytesPerClient() {

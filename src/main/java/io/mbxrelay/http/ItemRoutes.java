@@ -255,8 +255,8 @@ final class ItemRoutes {
     private final long after;
     private final int limit;
     private final long deadlineNanos;
-    private Runnable unregister;
-    private long timer = -1;
+    /** Registered with {@link PullWaiters} (until its sweep, a release, or {@link #finish()}). */
+    private boolean registered;
     private boolean reading;
     private boolean wokenWhileReading;
     private boolean done;
@@ -272,15 +272,12 @@ final class ItemRoutes {
 
     void start() {
       if (deadlineNanos != 0) {
-        unregister = s.waiters().register(target, ctx.vertx().getOrCreateContext(), this);
-        if (unregister != null) {
+        // no timer per wait (issue 18 goal 4): the waiters' one sweep ends the wait at its deadline
+        registered = s.waiters().register(target, ctx.vertx().getOrCreateContext(), deadlineNanos, this);
+        if (registered) {
           // the routing context's end handler runs on answer and on close alike (a response closeHandler would
           // replace Vert.x Web's own, which the body budget's release relies on)
           ctx.addEndHandler(ar -> finish());
-          timer = ctx.vertx().setTimer(Math.max(1, (deadlineNanos - System.nanoTime()) / 1_000_000L), id -> {
-            timer = -1;
-            read(true);
-          });
         }
       }
       read(false);
@@ -299,13 +296,21 @@ final class ItemRoutes {
     }
 
     @Override
+    public void expired() {
+      registered = false; // the sweep unregistered it: the next read answers whatever it finds
+      if (!done) {
+        read(true);
+      }
+    }
+
+    @Override
     public void released() {
       if (done) {
         return;
       }
-      if (timer != -1) {
-        ctx.vertx().cancelTimer(timer);
-        timer = -1; // no longer waiting: the next read answers whatever it finds
+      if (registered) {
+        registered = false; // no longer waiting: the next read answers whatever it finds
+        s.waiters().cancel(target, this);
       }
       read(true);
     }
@@ -346,7 +351,7 @@ final class ItemRoutes {
           s.pageBudget().release(client, held);
           return;
         }
-        boolean waiting = unregister != null && timer != -1 && System.nanoTime() < deadlineNanos;
+        boolean waiting = registered && System.nanoTime() < deadlineNanos;
         if (!page.damaged().isEmpty()) {
           setAside(target, page.damaged());
         }
@@ -364,13 +369,9 @@ final class ItemRoutes {
 
     private void finish() {
       done = true;
-      if (unregister != null) {
-        unregister.run();
-        unregister = null;
-      }
-      if (timer != -1) {
-        ctx.vertx().cancelTimer(timer);
-        timer = -1;
+      if (registered) {
+        registered = false;
+        s.waiters().cancel(target, this);
       }
     }
   }

@@ -164,6 +164,12 @@ public final class RelayMetrics implements AutoCloseable {
   public static final String ENROLMENTS_LIVE = "mbxrelay.enrolments.live";
   /** Gauge: long-poll pulls waiting for an item (issue 9). */
   public static final String PULL_WAITING = "mbxrelay.pull.waiting";
+  /** Gauge: connections the relay port serves now, over every HTTP instance (issue 18 goal 4). */
+  public static final String CONNECTIONS_OPEN = "mbxrelay.http.connections.open";
+  /** Gauge: the connection cap in force ({@code http.maxConnections} or the file limit less the reserve). */
+  public static final String CONNECTIONS_MAX = "mbxrelay.http.connections.max";
+  /** Counter: connections refused over the cap (answered 503 + {@code Retry-After}, or closed). */
+  public static final String CONNECTIONS_REFUSED = "mbxrelay.http.connections.refused";
   /** Counter: pull pages cut because the client read nothing for {@code http.pageStallMs} (issue 22 item 1). */
   public static final String PULL_PAGES_CUT = "mbxrelay.pull.pages.cut";
   /** Gauge: wire bytes of pull pages held while being written, bytes (issue 10 item 12). */
@@ -259,6 +265,9 @@ public final class RelayMetrics implements AutoCloseable {
   private volatile BooleanSupplier ready = () -> false;
   private volatile LongSupplier replayCacheSize = () -> 0;
   private volatile LongSupplier pullWaiting = () -> 0;
+  private volatile LongSupplier connectionsOpen = () -> 0;
+  private volatile LongSupplier connectionsRefused = () -> 0;
+  private volatile long connectionsMax;
   private volatile LongSupplier liveEnrolments = () -> 0;
   private Counter damagedItems;
   private volatile LongSupplier bodyBudgetUsed = () -> 0;
@@ -371,6 +380,12 @@ public final class RelayMetrics implements AutoCloseable {
         .register(registry);
     Gauge.builder(PULL_WAITING, () -> pullWaiting.getAsLong()).description("long-poll pulls waiting for an item")
         .register(registry);
+    Gauge.builder(CONNECTIONS_OPEN, () -> connectionsOpen.getAsLong())
+        .description("connections the relay port serves now").register(registry);
+    Gauge.builder(CONNECTIONS_MAX, () -> connectionsMax).description("the connection cap in force")
+        .register(registry);
+    FunctionCounter.builder(CONNECTIONS_REFUSED, this, x -> x.connectionsRefused.getAsLong())
+        .description("connections refused over the cap").register(registry);
     Gauge.builder(PULL_PAGE_BYTES_HELD, () -> pageBytesHeld.getAsLong()).baseUnit("bytes")
         .description("wire bytes of pull pages held while being written").register(registry);
     Gauge.builder(REPLAY_CACHE_SIZE, () -> replayCacheSize.getAsLong()).description("hop replay cache entries")
@@ -729,6 +744,19 @@ public final class RelayMetrics implements AutoCloseable {
   public void bindBodyBudget(LongSupplier used, LongSupplier refused) {
     this.bodyBudgetUsed = Objects.requireNonNull(used);
     this.bodyBudgetRefused = Objects.requireNonNull(refused);
+  }
+
+  /**
+   * Binds the connection-cap meters (issue 18 goal 4; until bound they read 0).
+   *
+   * @param open connections served now
+   * @param refused connections refused over the cap since start
+   * @param max the cap in force
+   */
+  public void bindConnections(LongSupplier open, LongSupplier refused, int max) {
+    this.connectionsOpen = Objects.requireNonNull(open);
+    this.connectionsRefused = Objects.requireNonNull(refused);
+    this.connectionsMax = max;
   }
 
   /**

@@ -296,6 +296,8 @@ public final class RelayServer implements AutoCloseable {
     io.mbxrelay.http.BodyBudget bodyBudget = new io.mbxrelay.http.BodyBudget(config.http().bodyBudgetBytes(),
         config.http().bodyBytesPerClient());
     m.bindPulls(waiters::waiting, pageBudget::held);
+    // one deadline sweep for every long-poll wait instead of a timer per wait (issue 18 goal 4)
+    vertx.setPeriodic(io.mbxrelay.http.PullWaiters.SWEEP_MS, id -> waiters.sweep(System.nanoTime()));
     m.bindLiveEnrolments(enrolments::liveCount);
     m.bindBodyBudget(bodyBudget::used, bodyBudget::refused);
     RelayServices services = new RelayServices(config, relayKey, epoch, version(), reads, enrolments,
@@ -326,8 +328,11 @@ public final class RelayServer implements AutoCloseable {
     // A negative port asks Vert.x for one random port shared by every instance (Vert.x "random port sharing").
     int listen = options.port() == 0 ? -1 : options.port();
     List<HttpVerticle> instances = new java.util.concurrent.CopyOnWriteArrayList<>();
+    // one connection count over every instance (issue 18 goal 4)
+    io.mbxrelay.http.ConnectionGate gate = io.mbxrelay.http.ConnectionGate.of(config.http());
+    m.bindConnections(gate::open, gate::refused, gate.max());
     deployments.add(listening(vertx.deployVerticle(() -> {
-      HttpVerticle v = new HttpVerticle(services, options.bind(), listen);
+      HttpVerticle v = new HttpVerticle(services, options.bind(), listen, gate);
       instances.add(v);
       return v;
     }, new DeploymentOptions().setInstances(config.http().instances())), "relay", options.bind(), options.port(),

@@ -38,7 +38,7 @@ import java.util.function.LongConsumer;
  */
 final class BenchClient implements AutoCloseable {
   /** An HTTP answer: status and body bytes. */
-  record Answer(int status, Buffer body) {
+  record Answer(int status, Buffer body, String retryAfter) {
     boolean ok() {
       return status >= 200 && status < 300;
     }
@@ -54,6 +54,10 @@ final class BenchClient implements AutoCloseable {
 
   final Vertx vertx;
   final HttpClientAgent http;
+  /** The pool pushes go through: {@link #http} unless a separate push pool was asked for (hosts workload). */
+  final HttpClientAgent pushHttp;
+  /** Whether requests keep their connection open (false: {@code connection: close} on every request). */
+  final boolean keepAlive;
   final String host;
   final int port;
   /** One context per event loop; the scheduler and the host loops spread their work over them. */
@@ -65,6 +69,17 @@ final class BenchClient implements AutoCloseable {
    * @param maxConnections pool size (HTTP/1.1 connections to the relay)
    */
   BenchClient(String baseUrl, int maxConnections) throws Exception {
+    this(baseUrl, maxConnections, 0, true);
+  }
+
+  /**
+   * @param baseUrl the relay, {@code http://host:port}
+   * @param maxConnections pool size of the pulls (HTTP/1.1 connections to the relay)
+   * @param pushConnections a separate pool for {@link #sendPush}, or 0 to share the pulls' pool
+   * @param keepAlive false to send {@code connection: close} on every request (a new connection per request)
+   */
+  BenchClient(String baseUrl, int maxConnections, int pushConnections, boolean keepAlive) throws Exception {
+    this.keepAlive = keepAlive;
     URI u = URI.create(baseUrl);
     this.host = u.getHost();
     this.port = u.getPort() < 0 ? 80 : u.getPort();
@@ -72,9 +87,12 @@ final class BenchClient implements AutoCloseable {
     this.vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(cores).setWorkerPoolSize(1)
         .setBlockedThreadCheckInterval(10).setBlockedThreadCheckIntervalUnit(TimeUnit.SECONDS));
     // keep-alive below the relay's idle timeout (75 s); no pipelining (one request per connection at a time)
-    this.http = vertx.createHttpClient(new HttpClientOptions().setKeepAlive(true).setKeepAliveTimeout(60)
-            .setPipelining(false).setTcpNoDelay(true).setDecompressionSupported(false),
+    HttpClientOptions options = new HttpClientOptions().setKeepAlive(keepAlive).setKeepAliveTimeout(60)
+        .setPipelining(false).setTcpNoDelay(true).setDecompressionSupported(false);
+    this.http = vertx.createHttpClient(options,
         new PoolOptions().setHttp1MaxSize(maxConnections).setMaxWaitQueueSize(-1));
+    this.pushHttp = pushConnections <= 0 ? http : vertx.createHttpClient(options,
+        new PoolOptions().setHttp1MaxSize(pushConnections).setMaxWaitQueueSize(-1));
     List<Context> ctxs = new CopyOnWriteArrayList<>();
     vertx.deployVerticle(() -> new VerticleBase() {
       @Override
@@ -103,6 +121,16 @@ final class BenchClient implements AutoCloseable {
    * @return the answer (any status); fails only on transport errors and timeouts
    */
   Future<Answer> send(HttpMethod method, String pathQuery, byte[] body, BenchHosts.Host signer, long timeoutMs) {
+    return send(http, method, pathQuery, body, signer, timeoutMs);
+  }
+
+  /** As {@link #send(HttpMethod, String, byte[], BenchHosts.Host, long)} through the push pool. */
+  Future<Answer> sendPush(HttpMethod method, String pathQuery, byte[] body, BenchHosts.Host signer, long timeoutMs) {
+    return send(pushHttp, method, pathQuery, body, signer, timeoutMs);
+  }
+
+  private Future<Answer> send(HttpClientAgent agent, HttpMethod method, String pathQuery, byte[] body,
+      BenchHosts.Host signer, long timeoutMs) {
     RequestOptions o = new RequestOptions().setMethod(method).setHost(host).setPort(port).setURI(pathQuery)
         .setIdleTimeout(timeoutMs).setConnectTimeout(timeoutMs);
     if (body != null) {
@@ -116,9 +144,9 @@ final class BenchClient implements AutoCloseable {
       o.putHeader("x-mbx-key", signer.pub()).putHeader("x-mbx-ts", ts)
           .putHeader("x-mbx-sig", signer.key().signB64(text));
     }
-    return http.request(o)
+    return agent.request(o)
         .compose(req -> body == null ? req.send() : req.send(Buffer.buffer(body)))
-        .compose(resp -> resp.body().map(b -> new Answer(resp.statusCode(), b)));
+        .compose(resp -> resp.body().map(b -> new Answer(resp.statusCode(), b, resp.getHeader("retry-after"))));
   }
 
   /** Unsigned GET of {@code /v2/relay/info}, blocking (main thread). */

@@ -61,6 +61,12 @@ final class BenchRelayProcess implements AutoCloseable {
    */
   static BenchRelayProcess start(Path jar, Path storeDir, String jvmOpts, Map<String, String> env, Path log,
       Path pidFile) throws Exception {
+    return start(jar, storeDir, jvmOpts, env, log, pidFile, 0);
+  }
+
+  /** As above on a given relay port (0: any free one), e.g. the port of a relay this one restarts. */
+  static BenchRelayProcess start(Path jar, Path storeDir, String jvmOpts, Map<String, String> env, Path log,
+      Path pidFile, int port) throws Exception {
     int admin = freePort();
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
@@ -76,7 +82,7 @@ final class BenchRelayProcess implements AutoCloseable {
         cmd.add(o);
       }
     }
-    cmd.addAll(List.of("-jar", jar.toString(), "serve", "--port", "0", "--bind", "127.0.0.1", "--store-dir",
+    cmd.addAll(List.of("-jar", jar.toString(), "serve", "--port", Integer.toString(port), "--bind", "127.0.0.1", "--store-dir",
         storeDir.toString()));
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
     pb.environment().keySet().removeIf(k -> k.startsWith("MBX_RELAY_"));
@@ -179,6 +185,27 @@ final class BenchRelayProcess implements AutoCloseable {
       // not Linux, or the process is gone
     }
     return new double[] {rss, hwm};
+  }
+
+  /**
+   * The child's heap in use right after a full collection ({@code jcmd PID GC.run}, then {@code GC.heap_info}), MiB,
+   * or -1 when jcmd cannot attach.
+   */
+  double heapAfterGcMiB() {
+    try {
+      String jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd").toString();
+      String pid = Long.toString(process.pid());
+      Process gc = new ProcessBuilder(jcmd, pid, "GC.run").redirectErrorStream(true).start();
+      gc.getInputStream().readAllBytes();
+      gc.waitFor(60, TimeUnit.SECONDS);
+      Process info = new ProcessBuilder(jcmd, pid, "GC.heap_info").redirectErrorStream(true).start();
+      String out = new String(info.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      info.waitFor(60, TimeUnit.SECONDS);
+      Matcher m = Pattern.compile("used (\\d+)K").matcher(out);
+      return m.find() ? Long.parseLong(m.group(1)) / 1024.0 : -1;
+    } catch (IOException | InterruptedException | RuntimeException e) {
+      return -1;
+    }
   }
 
   /** CPU time (user + system) used by the child so far, seconds, or NaN. */

@@ -23,6 +23,9 @@ import java.util.stream.Stream;
  *   <li>{@code longpoll} ({@link LongPollWorkload}): every host holds a {@code wait=25} pull open; pushes at
  *       {@code --push-rate}; latency from the push's answer to the pull answer that carried the item, and how many
  *       pulls the relay held waiting ({@code mbxrelay_pull_waiting}).
+ *   <li>{@code hosts} ({@link HostsWorkload}, issue 18 goal 4): as many long-polling hosts as the file limits allow,
+ *       started in stages with the relay's RSS and heap per waiting host, pushes to random hosts, then a relay restart
+ *       with every host reconnecting at once; {@code --connection close} for a new connection per request.
  *   <li>{@code fill} ({@link FillWorkload}): pushes {@code --items} ~1 KiB items over {@code --hosts} hosts into
  *       {@code --store DIR} as fast as it takes them, keeps the store and the hosts' test keys
  *       ({@code DIR/bench-hosts.txt}) for later runs with {@code --store DIR}, then restarts the relay and times it
@@ -35,9 +38,22 @@ import java.util.stream.Stream;
  * few senders), and the admin server on a free port; its time from process start to {@code /ready} is printed. The
  * load generator is one Vert.x instance (an event loop per core, pooled keep-alive connections) sharing the machine
  * with the relay.
+ *
+ * <p>File limits (issue 18 goal 4): the relay child and this generator are separate processes, each with its own
+ * open-file limit ({@code ulimit -n}, 20,000 here). Before a {@code longpoll} or {@code hosts} run the generator reads
+ * its own limit and the descriptors it already has open, and holds at most that many less {@link #GENERATOR_RESERVE}
+ * connections (pulls plus the push pool); more {@code --hosts} than that are cut to it, and it says so. Running into
+ * the limit made the generator fail to open even its own class files (the {@code NoClassDefFoundError}s of a
+ * 30,000-host run). The relay's own cap ({@code http.maxConnections}, by default its limit less
+ * {@code http.reservedFiles}) is printed from its metrics; hosts over it are answered 503 + {@code Retry-After}.
  */
 public final class HostedRelayBench {
   private HostedRelayBench() {}
+
+  /** Descriptors the generator keeps for itself (jars, class files, /proc reads, the admin scrapes), beyond its pools. */
+  static final int GENERATOR_RESERVE = 300;
+  /** Connections of the push pool in the hosts workload. */
+  static final int PUSH_CONNECTIONS = 256;
 
   /** Environment for a relay started by the benchmark: limits a benchmark must not hit. */
   static final Map<String, String> RELAY_ENV = Map.ofEntries(
@@ -73,22 +89,26 @@ public final class HostedRelayBench {
     int enrolConcurrency = 32;
     int batch = 200;
     int maxInflight = 4096;
+    boolean keepAlive = true;
+    boolean noRestart;
     /** Extra environment for a started relay ({@code --relay-env K=V}, repeatable), e.g. to try a config knob. */
     final Map<String, String> relayEnv = new LinkedHashMap<>();
 
     double pushRate() {
-      return pushRate != null ? pushRate : mode.equals("longpoll") ? 200 : 1000;
+      return pushRate != null ? pushRate : mode.equals("longpoll") ? 200 : mode.equals("hosts") ? 500 : 1000;
     }
   }
 
   static final String USAGE = """
-      usage: scripts/bench-hosted pulls|longpoll|fill [options]
-        --hosts N          enrolled target hosts (10000)
+      usage: scripts/bench-hosted pulls|longpoll|hosts|fill [options]
+        --hosts N          enrolled target hosts (10000); longpoll/hosts: cut to what the generator's file limit allows
         --seconds S        measured seconds (60)
         --warmup S         warm-up seconds, same load, not counted (30)
-        --push-rate R      single-item pushes per second (pulls 1000, longpoll 200)
+        --push-rate R      single-item pushes per second (pulls 1000, longpoll 200, hosts 500)
         --pull-rate R      pulls per second, pulls mode (1000)
-        --wait S           long-poll wait per pull, longpoll mode (25)
+        --wait S           long-poll wait per pull, longpoll and hosts modes (25)
+        --connection C     keep-alive (default) or close: connection: close on every request (hosts mode)
+        --no-restart true  hosts mode: skip the restart and reconnect storm
         --items N          items to push, fill mode (1000000)
         --item-bytes B     size of one item's wire bytes (1024)
         --batch N          items per push request, fill mode (200)
@@ -121,8 +141,8 @@ public final class HostedRelayBench {
   }
 
   static Options parse(String[] args) {
-    if (args.length == 0 || !(args[0].equals("pulls") || args[0].equals("longpoll") || args[0].equals("fill"))) {
-      throw new IllegalArgumentException("first argument must be pulls, longpoll or fill");
+    if (args.length == 0 || !java.util.List.of("pulls", "longpoll", "hosts", "fill").contains(args[0])) {
+      throw new IllegalArgumentException("first argument must be pulls, longpoll, hosts or fill");
     }
     Options o = new Options();
     o.mode = args[0];
@@ -156,6 +176,13 @@ public final class HostedRelayBench {
         case "--store" -> o.store = Path.of(v).toAbsolutePath();
         case "--enrol-concurrency" -> o.enrolConcurrency = Integer.parseInt(v);
         case "--max-inflight" -> o.maxInflight = Integer.parseInt(v);
+        case "--connection" -> {
+          if (!v.equals("keep-alive") && !v.equals("close")) {
+            throw new IllegalArgumentException("--connection wants keep-alive or close");
+          }
+          o.keepAlive = v.equals("keep-alive");
+        }
+        case "--no-restart" -> o.noRestart = Boolean.parseBoolean(v);
         default -> throw new IllegalArgumentException("unknown option " + k);
       }
     }
@@ -170,7 +197,7 @@ public final class HostedRelayBench {
 
   /** Everything a workload needs: the client, the enrolled hosts, the relay's epoch, the relay process if started. */
   record Setup(Options o, BenchClient client, BenchHosts hosts, BenchItems items, String epoch, int pullWaitMax,
-      BenchRelayProcess relay, String adminUrl) {}
+      BenchRelayProcess relay, String adminUrl, Path store, Path work) {}
 
   static int run(Options o) throws Exception {
     long began = System.nanoTime();
@@ -196,6 +223,10 @@ public final class HostedRelayBench {
     }, "bench-cleanup");
     Runtime.getRuntime().addShutdownHook(cleanup);
 
+    boolean holding = o.mode.equals("longpoll") || o.mode.equals("hosts");
+    if (holding) {
+      fileLimitCheck(o);
+    }
     System.out.printf(Locale.ROOT, "hosted-relay bench %s: hosts %d, senders %d, item %d B, %s%n", o.mode, o.hosts,
         o.senders, o.itemBytes, o.url != null ? "relay " + o.url : "relay started from the jar with " + o.relayOpts
             + ", store " + (tempStore ? "temp (removed after)" : store));
@@ -208,11 +239,18 @@ public final class HostedRelayBench {
       admin = relay[0].adminUrl();
     }
     int pool = switch (o.mode) {
-      case "longpoll" -> o.hosts + 512;
+      case "longpoll" -> o.hosts + PUSH_CONNECTIONS;
+      case "hosts" -> o.hosts;
       case "fill" -> o.senders * 2 + 16;
       default -> 1024;
     };
-    try (BenchClient client = new BenchClient(url, pool)) {
+    if (holding && relay[0] != null) {
+      System.out.printf(Locale.ROOT, "relay (its own process and file limit): connection cap %s"
+          + " (mbxrelay_http_connections_max); hosts over it are answered 503 + Retry-After%n",
+          adminValue(relay[0].adminUrl(), "mbxrelay_http_connections_max"));
+    }
+    try (BenchClient client = new BenchClient(url, pool, o.mode.equals("hosts") ? PUSH_CONNECTIONS : 0,
+        o.keepAlive)) {
       JsonNode info = client.info();
       String epoch = info.get("epoch").asText();
       int waitMax = info.path("features").path("pull_wait_max_seconds").asInt(0);
@@ -226,10 +264,11 @@ public final class HostedRelayBench {
         hosts.saveFresh(o.store);
       }
       BenchItems items = new BenchItems(o.itemBytes);
-      Setup s = new Setup(o, client, hosts, items, epoch, waitMax, relay[0], admin);
+      Setup s = new Setup(o, client, hosts, items, epoch, waitMax, relay[0], admin, store, work);
       switch (o.mode) {
         case "pulls" -> new PullsWorkload(s).run();
         case "longpoll" -> new LongPollWorkload(s).run();
+        case "hosts" -> new HostsWorkload(s, relay).run();
         default -> new FillWorkload(s).run();
       }
     }
@@ -251,15 +290,64 @@ public final class HostedRelayBench {
     return 0;
   }
 
+  /**
+   * The generator's side of the file limits: its own limit less what it has open and {@link #GENERATOR_RESERVE} is
+   * what it may hold; {@code o.hosts} (and the push pool) is cut to fit, with a line that says what the limit allows.
+   */
+  static void fileLimitCheck(Options o) {
+    long limit = -1;
+    long open = -1;
+    if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.UnixOperatingSystemMXBean u) {
+      limit = u.getMaxFileDescriptorCount();
+      open = u.getOpenFileDescriptorCount();
+    }
+    if (limit <= 0) {
+      System.out.println("file limit: unknown (not a Unix JVM); --hosts taken as given");
+      return;
+    }
+    long allowed = limit - open - GENERATOR_RESERVE - PUSH_CONNECTIONS;
+    System.out.printf(Locale.ROOT, "file limit: %d open files per process (ulimit -n; the relay child has its own);"
+            + " the generator has %d open, keeps %d back and %d for pushes: it can hold %d long-poll hosts%n", limit,
+        open, GENERATOR_RESERVE, PUSH_CONNECTIONS, allowed);
+    if (o.hosts > allowed) {
+      System.out.printf(Locale.ROOT, "file limit: --hosts %d cut to %d (one connection per waiting host in this one"
+          + " generator process)%n", o.hosts, allowed);
+      o.hosts = (int) Math.max(1, allowed);
+    }
+  }
+
+  /** One series of a relay's admin {@code /metrics}, as printed there, or "n/a". */
+  static String adminValue(String adminUrl, String name) {
+    try {
+      java.net.HttpURLConnection c = (java.net.HttpURLConnection) java.net.URI.create(adminUrl + "/metrics").toURL()
+          .openConnection();
+      String text = new String(c.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+      c.disconnect();
+      for (String line : text.split("\n")) {
+        if (line.startsWith(name + " ") || line.startsWith(name + "{")) {
+          return line.substring(line.lastIndexOf(' ') + 1).replaceAll("\\.0$", "");
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      // fall through
+    }
+    return "n/a";
+  }
+
   /** Starts the relay child on {@code store} and prints its start-up times. */
   static BenchRelayProcess startRelay(Path store, Options o, Path work, String label) throws Exception {
+    return startRelay(store, o, work, 0, label);
+  }
+
+  /** As above on a given port (0: any), e.g. a restart on the port the hosts know. */
+  static BenchRelayProcess startRelay(Path store, Options o, Path work, int port, String label) throws Exception {
     Map<String, String> env = new LinkedHashMap<>(RELAY_ENV);
     env.putAll(o.relayEnv);
     if (!o.relayEnv.isEmpty()) {
       System.out.println("relay env overrides: " + o.relayEnv);
     }
-    BenchRelayProcess r = BenchRelayProcess.start(jar(), store, o.relayOpts, env, work.resolve("relay.log"),
-        work.resolve("relay.pid"));
+    BenchRelayProcess r = BenchRelayProcess.start(jar(), store, o.relayOpts, env,
+        work.resolve(port == 0 ? "relay.log" : "relay-restarted.log"), work.resolve("relay.pid"), port);
     System.out.printf(Locale.ROOT, "%s: pid %d on %s, admin %s; process start to listening %.2f s, to /ready %.2f s;"
         + " %s%n", label, r.process.pid(), r.url(), r.adminUrl(), r.listeningSeconds, r.readySeconds, r.memoryLine());
     return r;

@@ -1,0 +1,453 @@
+package io.mbxrelay.bench;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.mbxrelay.bench.BenchClient.Answer;
+import io.mbxrelay.bench.BenchHosts.Host;
+import io.vertx.core.http.HttpMethod;
+import java.io.IOException;
+import java.net.HttpURLConnection;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * Issue 18 goal 4, as many long-polling hosts as the machine holds, in one run:
+ *
+ * <ol>
+ *   <li>the hosts' receive loops start in stages (5,000, 10,000, then all): each loop holds a freshly signed
+ *       {@code wait=} pull, acks what a pull brought and pulls again; after each stage, once the relay holds the waits
+ *       ({@code mbxrelay_pull_waiting}), the relay's RSS and its heap after a full collection ({@code jcmd}) are
+ *       printed, then the per-host slope between the first and the last stage and the 100,000-host projection;
+ *   <li>with every host waiting, open-loop single-item pushes at {@code --push-rate} to random hosts (warm-up, then
+ *       measured): push answer → pull answer p50/p99, push latency, relay CPU;
+ *   <li>the relay is stopped (SIGTERM, which answers the waits) and started again on the same store and port; every
+ *       host then reconnects at once with a freshly signed wait pull (a refused or failed one retries after its
+ *       {@code Retry-After}, else 1 s): time until the relay holds every wait again, and the status of every answer.
+ * </ol>
+ *
+ * <p>With {@code --connection close} every request carries {@code connection: close} (a new connection each time, as
+ * the AgentMBX Node transport does). Pushes use their own small pool, so they never wait behind the pulls' connections.
+ * Prints figures; asserts nothing.
+ */
+final class HostsWorkload {
+  private static final long PUSH_TIMEOUT_MS = 30_000;
+  private static final int PULL_LIMIT = 500;
+  /** Receive loops started per second in a stage (each a page read and a hop check on the relay). */
+  private static final double RAMP_PER_SECOND = 1000;
+  static final int[] STAGES = {5_000, 10_000};
+  static final int PROJECTED_HOSTS = 100_000;
+
+  private final HostedRelayBench.Setup s;
+  private final List<Host> targets;
+  private final List<Host> senders;
+  private final long[] cursor;
+  private final int waitSeconds;
+  private final Deliveries deliveries = new Deliveries();
+  private final AtomicInteger pullsInFlight = new AtomicInteger();
+  private final AtomicInteger pushesInFlight = new AtomicInteger();
+  private volatile boolean stopping;
+  /** While true (the restart), a loop whose pull ends parks instead of pulling again. */
+  private volatile boolean paused;
+  private final ConcurrentLinkedQueue<Integer> parked = new ConcurrentLinkedQueue<>();
+  private volatile Phase phase;
+  /** Status of every pull answer during the reconnect storm: "200", "503 retry-after 5", "connect", … */
+  private volatile Map<String, LongAdder> stormStatuses;
+  private final BenchRelayProcess[] relay;
+
+  private static final class Phase {
+    final BenchStats stats;
+    final BenchStats.Op push;
+    final BenchStats.Op ack;
+    final LongAdder pagesWithItems = new LongAdder();
+    final LongAdder emptyAnswers = new LongAdder();
+
+    Phase(long t0, int seconds) {
+      stats = new BenchStats(t0, seconds);
+      push = stats.new Op("push");
+      ack = stats.new Op("ack");
+    }
+  }
+
+  HostsWorkload(HostedRelayBench.Setup s, BenchRelayProcess[] relay) {
+    this.s = s;
+    this.relay = relay;
+    this.targets = s.hosts().targets;
+    this.senders = s.hosts().senders;
+    this.cursor = new long[targets.size()];
+    int max = s.pullWaitMax();
+    this.waitSeconds = max > 0 ? Math.min(s.o().waitSeconds, max) : s.o().waitSeconds;
+  }
+
+  private BenchRelayProcess relay() {
+    return relay[0];
+  }
+
+  void run() throws Exception {
+    HostedRelayBench.Options o = s.o();
+    System.out.printf(Locale.ROOT, "hosts: %d hosts each holding a wait=%d pull; %s; push %.0f/s from %d senders;"
+            + " warm-up %d s, measured %d s%n", targets.size(), waitSeconds,
+        s.client().keepAlive ? "keep-alive" : "connection: close on every request", o.pushRate(), senders.size(),
+        o.warmup, o.seconds);
+    phase = new Phase(System.nanoTime(), 1);
+    List<double[]> marks = new ArrayList<>(); // hosts, rss MiB, heap MiB
+    marks.add(memory(0));
+    int startedLoops = 0;
+    List<Integer> stages = new ArrayList<>();
+    for (int st : STAGES) {
+      if (st < targets.size()) {
+        stages.add(st);
+      }
+    }
+    stages.add(targets.size());
+    for (int stage : stages) {
+      long t0 = System.nanoTime();
+      startLoops(startedLoops, stage);
+      startedLoops = stage;
+      double waiting = awaitWaiting(stage, 120);
+      System.out.printf(Locale.ROOT, "stage %,d hosts: loops started and %.0f waits held in %.1f s; %s%n", stage,
+          waiting, (System.nanoTime() - t0) / 1e9, phase.stats.errorCounts());
+      // the slope is per wait the relay holds (the gauge), not per loop started
+      marks.add(memory(waiting >= 0 ? (int) waiting : stage));
+    }
+    printSlope(marks);
+
+    if (o.warmup > 0) {
+      Phase w = pushPhase(o.warmup);
+      System.out.printf(Locale.ROOT, "warm-up (not counted): pushes %d ok, acks %d ok, %s%n",
+          w.push.ok.getTotalCount(), w.ack.ok.getTotalCount(), w.stats.errorCounts());
+    }
+    double relayCpu0 = relay() == null ? 0 : relay().cpuSeconds();
+    long cpu0 = HostedRelayBench.generatorCpuNanos();
+    long wall0 = System.nanoTime();
+    Phase p = pushPhase(o.seconds);
+    long until = System.nanoTime() + 5_000_000_000L;
+    while (deliveries.undelivered() > 0 && System.nanoTime() < until) {
+      Thread.sleep(20);
+    }
+    double wall = (System.nanoTime() - wall0) / 1e9;
+    double genCores = (HostedRelayBench.generatorCpuNanos() - cpu0) / 1e9 / wall;
+    System.out.printf(Locale.ROOT, "== hosts: %d hosts waiting, wait=%d s, push %.0f/s, %d s measured, %s%n",
+        targets.size(), waitSeconds, o.pushRate(), o.seconds, s.client().keepAlive ? "keep-alive" : "connection: close");
+    System.out.println(deliveries.summary("push answer → pull answer"));
+    System.out.println(p.push.summary());
+    System.out.println(p.ack.summary());
+    System.out.printf(Locale.ROOT, "pull answers: %d with items, %d empty (wait ran out); relay holds %.0f waits, %s"
+            + " connections open, %s refused%n", p.pagesWithItems.sum(), p.emptyAnswers.sum(),
+        metric("mbxrelay_pull_waiting"), fmt(metric("mbxrelay_http_connections_open")),
+        fmt(metric("mbxrelay_http_connections_refused_total")));
+    System.out.println(p.stats.errorSummary());
+    System.out.printf(Locale.ROOT, "generator: CPU %.2f cores over %.0f s%n", genCores, wall);
+    System.out.println(HostedRelayBench.relayLine(relay(), relayCpu0, wall));
+
+    if (relay() != null && !o.noRestart) {
+      restartStorm();
+    }
+    stopping = true;
+  }
+
+  /** Starts the receive loops of hosts {@code from} (inclusive) to {@code to} (exclusive), spread over the loops. */
+  private void startLoops(int from, int to) throws Exception {
+    AtomicInteger next = new AtomicInteger(from);
+    long start = System.nanoTime();
+    long end = start + (long) ((to - from) / RAMP_PER_SECOND * 1e9) + 1_000_000;
+    s.client().openLoop(RAMP_PER_SECOND, start, end, due -> {
+      int t = next.getAndIncrement();
+      if (t < to) {
+        pull(t);
+      }
+    }).await(600, TimeUnit.SECONDS);
+  }
+
+  /** Waits until the relay holds {@code n} waits (at least 99.5 %), at most {@code seconds}; returns the gauge. */
+  private double awaitWaiting(int n, int seconds) throws InterruptedException {
+    long deadline = System.nanoTime() + seconds * 1_000_000_000L;
+    double w = metric("mbxrelay_pull_waiting");
+    while (System.nanoTime() < deadline && w >= 0 && w < n * 0.995) {
+      Thread.sleep(200);
+      w = metric("mbxrelay_pull_waiting");
+    }
+    return w;
+  }
+
+  /** {@code {hosts, rss MiB, heap after GC MiB}} of the relay now, printed. */
+  private double[] memory(int hosts) {
+    if (relay() == null) {
+      return new double[] {hosts, -1, -1};
+    }
+    double heap = relay().heapAfterGcMiB();
+    double rss = relay().memoryMiB()[0];
+    System.out.printf(Locale.ROOT, "  relay memory at %,d waiting hosts: RSS %.0f MiB, heap after full GC %.1f MiB,"
+        + " connections open %s%n", hosts, rss, heap, fmt(metric("mbxrelay_http_connections_open")));
+    return new double[] {hosts, rss, heap};
+  }
+
+  /** The per-host slope between the first stage and the last, and the projection to 100,000 hosts. */
+  private static void printSlope(List<double[]> marks) {
+    double[] first = marks.get(1);
+    double[] last = marks.get(marks.size() - 1);
+    if (marks.size() < 3 || last[0] <= first[0]) {
+      first = marks.get(0);
+    }
+    double dh = last[0] - first[0];
+    if (dh <= 0 || last[1] < 0) {
+      return;
+    }
+    double rssPerHost = (last[1] - first[1]) * 1024 / dh;
+    double heapPerHost = (last[2] - first[2]) * 1024 / dh;
+    double rssProjected = last[1] + rssPerHost * (PROJECTED_HOSTS - last[0]) / 1024;
+    double heapProjected = last[2] + heapPerHost * (PROJECTED_HOSTS - last[0]) / 1024;
+    System.out.printf(Locale.ROOT, "per waiting host (%,.0f → %,.0f hosts): RSS %.1f KiB, heap %.2f KiB; projected at"
+            + " %,d hosts: RSS %.0f MiB (%.2f GiB), heap %.0f MiB%n", first[0], last[0], rssPerHost, heapPerHost,
+        PROJECTED_HOSTS, rssProjected, rssProjected / 1024, heapProjected);
+  }
+
+  private Phase pushPhase(int seconds) throws Exception {
+    long t0 = System.nanoTime() + 50_000_000L;
+    long end = t0 + seconds * 1_000_000_000L;
+    Phase p = new Phase(t0, seconds);
+    phase = p;
+    deliveries.newPhase(t0);
+    var pushes = s.client().openLoop(s.o().pushRate(), t0, end, this::push);
+    for (int k = 1; System.nanoTime() < end; k++) {
+      long at = t0 + k * 1_000_000_000L;
+      while (System.nanoTime() < at) {
+        Thread.sleep(Math.max(1, (at - System.nanoTime()) / 1_000_000));
+      }
+      if (k % 10 == 0 && k < seconds) {
+        System.out.printf(Locale.ROOT, "  [%3d s] pushes %d, pages with items %d, empty %d, pulls in flight %d,"
+                + " errors %d%n", k, p.push.ok.getTotalCount(), p.pagesWithItems.sum(), p.emptyAnswers.sum(),
+            pullsInFlight.get(), p.stats.errorCount());
+      }
+    }
+    pushes.await(seconds + 60L, TimeUnit.SECONDS);
+    long drain = System.nanoTime() + PUSH_TIMEOUT_MS * 1_000_000L + 5_000_000_000L;
+    while (pushesInFlight.get() > 0 && System.nanoTime() < drain) {
+      Thread.sleep(10);
+    }
+    return p;
+  }
+
+  /**
+   * Stops the relay, starts it again on the same store and port, and lets every host reconnect at once. "Served" is
+   * the relay holding the host's wait again ({@code mbxrelay_pull_waiting} reaches the host count).
+   */
+  private void restartStorm() throws Exception {
+    paused = true;
+    BenchRelayProcess old = relay();
+    int port = old.port;
+    double stopped = old.stop();
+    System.out.printf(Locale.ROOT, "restart: relay stopped (SIGTERM) in %.2f s; %s%n", stopped, old.problemsLine());
+    // every loop's pull has ended (answered early by the stop, or failed): wait until all are parked
+    long deadline = System.nanoTime() + 30_000_000_000L;
+    while (parked.size() < targets.size() && System.nanoTime() < deadline) {
+      Thread.sleep(50);
+    }
+    int ready = parked.size();
+    relay[0] = HostedRelayBench.startRelay(s.store(), s.o(), s.work(), port,
+        "relay restarted on the same store and port");
+    Map<String, LongAdder> statuses = new ConcurrentHashMap<>();
+    stormStatuses = statuses;
+    List<Integer> all = new ArrayList<>(parked);
+    parked.clear();
+    paused = false;
+    long t0 = System.nanoTime();
+    // all at once: every parked loop pulls again now, spread over the generator's event loops
+    int n = s.client().loops.size();
+    for (int k = 0; k < n; k++) {
+      int first = k;
+      s.client().loops.get(k).runOnContext(v -> {
+        for (int i = first; i < all.size(); i += n) {
+          pull(all.get(i));
+        }
+      });
+    }
+    double held = -1;
+    double servedAt = Double.NaN;
+    long end = t0 + 120_000_000_000L;
+    while (System.nanoTime() < end) {
+      held = metric("mbxrelay_pull_waiting");
+      if (held >= targets.size()) {
+        servedAt = (System.nanoTime() - t0) / 1e9;
+        break;
+      }
+      Thread.sleep(100);
+    }
+    stormStatuses = null;
+    System.out.printf(Locale.ROOT, "== reconnect storm (%s): %d hosts reconnect at once after the restart; %s;"
+            + " relay holds %.0f waits; relay /ready %.2f s after its process start%n",
+        s.client().keepAlive ? "keep-alive" : "connection: close", ready,
+        Double.isNaN(servedAt) ? "NOT all served within 120 s" : String.format(Locale.ROOT,
+            "all served (every wait held again) %.1f s after the relay was ready", servedAt), held,
+        relay().readySeconds);
+    System.out.println("storm answers by status: " + new TreeMap<>(statuses.entrySet().stream().collect(
+        java.util.stream.Collectors.toMap(Map.Entry::getKey, e -> e.getValue().sum()))));
+    System.out.printf(Locale.ROOT, "relay after the storm: %s connections open, %s refused (cap %s); %s%n",
+        fmt(metric("mbxrelay_http_connections_open")), fmt(metric("mbxrelay_http_connections_refused_total")),
+        fmt(metric("mbxrelay_http_connections_max")), relay().memoryLine());
+  }
+
+  private static String fmt(double v) {
+    return v < 0 ? "n/a" : String.format(Locale.ROOT, "%.0f", v);
+  }
+
+  /** Sum of an admin {@code /metrics} series over its labels, or -1 without an admin URL or on failure. */
+  private double metric(String name) {
+    String admin = relay() != null ? relay().adminUrl() : s.adminUrl();
+    if (admin == null) {
+      return -1;
+    }
+    try {
+      HttpURLConnection c = (HttpURLConnection) URI.create(admin + "/metrics").toURL().openConnection();
+      c.setConnectTimeout(2000);
+      c.setReadTimeout(5000);
+      String text = new String(c.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      c.disconnect();
+      double sum = -1;
+      for (String line : text.split("\n")) {
+        if (line.startsWith(name + " ") || line.startsWith(name + "{")) {
+          sum = Math.max(sum, 0) + Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+        }
+      }
+      return sum;
+    } catch (IOException | RuntimeException e) {
+      return -1;
+    }
+  }
+
+  private void storm(String status) {
+    Map<String, LongAdder> m = stormStatuses;
+    if (m != null) {
+      m.computeIfAbsent(status, k -> new LongAdder()).increment();
+    }
+  }
+
+  /** One receive-loop step of host {@code t}: a freshly signed wait pull; then ack (if items) and pull again. */
+  private void pull(int t) {
+    if (stopping) {
+      return;
+    }
+    if (paused) {
+      parked.add(t);
+      return;
+    }
+    long after = cursor[t];
+    pullsInFlight.incrementAndGet();
+    String path = "/v2/relay/items?after=" + after + "&limit=" + PULL_LIMIT + "&epoch=" + s.epoch() + "&wait="
+        + waitSeconds;
+    long timeout = (waitSeconds + 15) * 1000L;
+    s.client().send(HttpMethod.GET, path, null, targets.get(t), timeout).onComplete(ar -> {
+      pullsInFlight.decrementAndGet();
+      long now = System.nanoTime();
+      if (stopping) {
+        return;
+      }
+      Phase p = phase;
+      String error = null;
+      PullPage page = null;
+      long retryMs = 1000;
+      if (ar.failed()) {
+        error = BenchClient.failureKind(ar.cause());
+        storm(error);
+      } else if (!ar.result().ok()) {
+        Answer a = ar.result();
+        error = BenchClient.statusKind(a) + (a.retryAfter() != null ? " retry-after " + a.retryAfter() : "");
+        storm(error);
+        if (a.retryAfter() != null) {
+          retryMs = Math.max(1, Long.parseLong(a.retryAfter().trim())) * 1000;
+        }
+      } else {
+        storm(Integer.toString(ar.result().status()));
+        try {
+          page = PullPage.parse(ar.result().body());
+        } catch (IOException | RuntimeException e) {
+          error = "unreadable page";
+        }
+      }
+      if (error != null) {
+        if (!paused) {
+          p.stats.error("pull: " + error, ar.failed() ? String.valueOf(ar.cause()) : ar.result().text());
+        }
+        // a real host backs off: Retry-After when given, else 1 s (with jitter so retries do not come in lockstep)
+        long jitter = ThreadLocalRandom.current().nextLong(Math.max(1, retryMs / 4));
+        s.client().vertx.setTimer(retryMs + jitter, id -> pull(t));
+        return;
+      }
+      int n = page.itemIds().size();
+      for (int i = 0; i < n; i++) {
+        deliveries.pulled(page.itemIds().get(i), now);
+      }
+      cursor[t] = Math.max(after, page.lastSeq());
+      if (n == 0) {
+        p.emptyAnswers.increment();
+        pull(t);
+      } else {
+        p.pagesWithItems.increment();
+        ack(p, t, page.lastSeq(), now);
+      }
+    });
+  }
+
+  private void ack(Phase p, int t, long through, long start) {
+    byte[] body = ("{\"epoch\":\"" + s.epoch() + "\",\"through\":" + through + "}").getBytes(StandardCharsets.UTF_8);
+    s.client().send(HttpMethod.POST, "/v2/relay/ack", body, targets.get(t), PUSH_TIMEOUT_MS).onComplete(ar -> {
+      long now = System.nanoTime();
+      if (ar.failed()) {
+        p.ack.failed(BenchClient.failureKind(ar.cause()), String.valueOf(ar.cause()), now - start);
+      } else if (!ar.result().ok()) {
+        p.ack.failed(BenchClient.statusKind(ar.result()), ar.result().text(), now - start);
+      } else {
+        p.ack.ok(now - start, now);
+      }
+      pull(t);
+    });
+  }
+
+  private void push(long due) {
+    Phase p = phase;
+    ThreadLocalRandom r = ThreadLocalRandom.current();
+    Host sender = senders.get(r.nextInt(senders.size()));
+    Host target = targets.get(r.nextInt(targets.size()));
+    String id = BenchItems.newId();
+    byte[] body = s.items().pushBody(List.of(new BenchItems.Target(id, target.pub())));
+    deliveries.sent(id, due);
+    pushesInFlight.incrementAndGet();
+    s.client().sendPush(HttpMethod.POST, "/v2/relay/items", body, sender, PUSH_TIMEOUT_MS).onComplete(ar -> {
+      pushesInFlight.decrementAndGet();
+      long now = System.nanoTime();
+      if (ar.failed()) {
+        deliveries.failed(id);
+        p.push.failed(BenchClient.failureKind(ar.cause()), String.valueOf(ar.cause()), now - due);
+        return;
+      }
+      Answer a = ar.result();
+      String status;
+      if (!a.ok()) {
+        status = BenchClient.statusKind(a);
+      } else {
+        try {
+          JsonNode res = a.json().path("results").path(0);
+          status = res.path("status").asText("no status");
+        } catch (RuntimeException e) {
+          status = "unreadable answer";
+        }
+      }
+      if (status.equals("accepted")) {
+        p.push.ok(now - due, now);
+        deliveries.answered(id, now);
+      } else {
+        deliveries.failed(id);
+        p.push.failed(status.replaceAll(" for bh\\d+$", ""), a.text(), now - due);
+      }
+    });
+  }
+}
