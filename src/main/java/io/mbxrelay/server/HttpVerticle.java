@@ -18,8 +18,10 @@ import java.util.concurrent.TimeUnit;
 public final class HttpVerticle extends VerticleBase {
   /** How long a refused connection may take to send its request before it is closed unanswered, ms. */
   static final long REFUSED_GRACE_MS = 2_000;
-  private static final io.vertx.core.buffer.Buffer BUSY_BODY = io.vertx.core.buffer.Buffer.buffer(
-      "{\"error\":\"" + io.mbxrelay.http.RelayError.BUSY.error() + "\"}");
+  private static final io.vertx.core.buffer.Buffer BUSY_BODY =
+      io.vertx.core.buffer.Buffer.buffer(io.mbxrelay.http.RelayError.busy(false).body());
+  private static final io.vertx.core.buffer.Buffer BUSY_NOT_STORED_BODY =
+      io.vertx.core.buffer.Buffer.buffer(io.mbxrelay.http.RelayError.busy(true).body());
 
   private final RelayServices services;
   private final io.mbxrelay.http.ConnectionGate gate;
@@ -127,7 +129,8 @@ public final class HttpVerticle extends VerticleBase {
         .putHeader("content-type", "application/json")
         .putHeader("retry-after", Integer.toString(io.mbxrelay.http.ConnectionGate.RETRY_AFTER_SECONDS))
         .putHeader("connection", "close")
-        .end(BUSY_BODY);
+        .end(req.method() == io.vertx.core.http.HttpMethod.GET || req.method() == io.vertx.core.http.HttpMethod.HEAD
+            ? BUSY_BODY : BUSY_NOT_STORED_BODY); // nothing of the request was read: a push was not stored
   }
 
   /**
