@@ -1,6 +1,5 @@
 package io.mbxrelay.store.sqlite;
 
-import io.mbxrelay.store.model.DedupRow;
 import io.mbxrelay.store.model.Enrolment;
 import io.mbxrelay.store.EnrolmentCache;
 import io.mbxrelay.store.model.ItemRow;
@@ -9,8 +8,6 @@ import io.mbxrelay.store.jdbc.JdbcLedgerBackend;
 import io.mbxrelay.store.spi.LedgerBackend;
 import io.mbxrelay.store.StoreException;
 import io.mbxrelay.wire.IsoTime;
-import io.mbxrelay.wire.Json;
-import io.mbxrelay.wire.KeySpelling;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
