@@ -221,7 +221,7 @@ public final class RelayServer implements AutoCloseable {
       RelayReads reads = SqliteReads.open(vertx, store.file(), config.store().readPoolSize(),
           config.store().busyTimeoutMs());
       RelayServer server = finish(config, relayKey, options, vertx, metrics, writer, reads, store.enrolments(),
-          store.epoch(), clock, disk, store.file(), store.openReport(), deployments, waiters);
+          store.epoch(), clock, disk, store.file(), store.openReport(), deployments, waiters, null);
       server.lock = lock;
       server.watermark = watermark;
       return server;
@@ -292,7 +292,10 @@ public final class RelayServer implements AutoCloseable {
       RelayServer server = finish(config, pg.relayKey(), options, vertx, metrics, writer, reads, pg.enrolmentCache(),
           pg.epoch(), clock, disk, options.storeDir().resolve("postgresql"),
           new io.mbxrelay.store.sqlite.SqliteBackend.OpenReport(r.created(), r.epochRotatedReason(),
-              r.previousEpoch(), 0, null), deployments, waiters);
+              r.previousEpoch(), 0, null), deployments, waiters,
+          // challenges, replays and rate windows shared by the instances (docs/scale-out.md "What is shared")
+          new io.mbxrelay.store.postgres.PgSharedState(vertx, pg, sc.readPoolSize(), config.limits().maxOpenChallenges(),
+              config.limits().challengeTtlMs(), options.clock()::millis));
       server.pgStore = pg;
       return server;
     } catch (Exception | Error e) {
@@ -349,13 +352,14 @@ public final class RelayServer implements AutoCloseable {
 
   /**
    * What every backend starts the same way once its writer is deployed and its reads are open: trust, services, the
-   * timers, the HTTP instances and the admin server.
+   * timers, the HTTP instances and the admin server. {@code shared} (PostgreSQL; null on SQLite) holds the challenges,
+   * replays and rate windows every instance shares (docs/scale-out.md "What is shared").
    */
   private static RelayServer finish(RelayConfig config, Ed25519KeyPair relayKey, Options options, Vertx vertx,
       RelayMetrics metrics, StoreWriterVerticle writer, RelayReads reads, io.mbxrelay.store.EnrolmentCache enrolments,
       String epoch, ClockGuard clock, DiskSpace disk, Path statusFile,
       io.mbxrelay.store.sqlite.SqliteBackend.OpenReport openReport, List<String> deployments,
-      io.mbxrelay.http.PullWaiters waiters) throws Exception {
+      io.mbxrelay.http.PullWaiters waiters, io.mbxrelay.store.postgres.PgSharedState shared) throws Exception {
     RelayMetrics m = metrics;
     RelayConfig.Limits l = config.limits();
     // ---- trust (issue 3): authority, issuer keys, replay cache, admin token ----
@@ -391,12 +395,17 @@ public final class RelayServer implements AutoCloseable {
     m.bindBodyBudget(bodyBudget::used, bodyBudget::refused);
     RelayServices services = new RelayServices(config, relayKey, epoch, version(), reads, enrolments,
         new StoreClient(vertx, config.store().writerTimeoutMs()),
-        new ChallengeStore(l.maxOpenChallenges(), l.challengeTtlMs()),
+        shared != null ? shared : io.mbxrelay.auth.Challenges.inMemory(
+            new ChallengeStore(l.maxOpenChallenges(), l.challengeTtlMs())),
         SlidingWindowLimiter.forClientAddresses(l.enrolCallsPerMinute(), 60_000, l.rateTableMaxKeys(),
             config.trust().ipv6PrefixBits()),
         new SlidingWindowLimiter(l.pushRequestsPerMinute(), 60_000, l.rateTableMaxKeys()),
         authority, options.clientAddress(), options.clock(), trust, metrics, waiters, pageBudget,
         bodyBudget);
+    if (shared != null) {
+      deployments.add(await(vertx.deployVerticle(shared.attach(trust.replay(), services.enrolRate(),
+          services.pushRate()))));
+    }
     deployments.add(await(vertx.deployVerticle(new HeartbeatVerticle(services.writes(),
         config.timers().heartbeatMs()))));
     m.bindClock(clock::status);
