@@ -68,8 +68,9 @@ public final class SlidingWindowLimiter {
     int head;
     int size;
     long last = Long.MIN_VALUE;
-    /** The count last published to the other instances (shared windows only). */
+    /** The count and the newest call last published to the other instances (shared windows only). */
     int published;
+    long publishedNewest;
 
     /** Drops calls that left the window. */
     void expire(long nowMs, long windowMs) {
@@ -183,7 +184,7 @@ public final class SlidingWindowLimiter {
   }
 
   /**
-   * The windows whose count changed since the last call (calls added or expired), to publish; a window that drained
+   * The windows that changed since the last call (calls added or expired), to publish; a window that drained
    * is listed once with 0 calls. Only after {@link #share}. O(keys changed or still published).
    *
    * @param nowMs now, epoch ms
@@ -199,10 +200,12 @@ public final class SlidingWindowLimiter {
       Map.Entry<String, Window> e = it.next();
       Window w = e.getValue();
       w.expire(nowMs, windowMs);
-      if (w.size != w.published) {
+      // a new call changes the newest even when an expiry kept the count: the row's end must follow it
+      if (w.size != w.published || (w.size > 0 && w.newest() != w.publishedNewest)) {
         out.add(w.size == 0 ? new Published(e.getKey(), 0, nowMs, nowMs)
             : new Published(e.getKey(), w.size, w.oldest() + windowMs, w.newest() + windowMs));
         w.published = w.size;
+        w.publishedNewest = w.size == 0 ? Long.MIN_VALUE : w.newest();
       }
       if (w.size == 0) {
         it.remove();

@@ -159,8 +159,9 @@ class PgSharedStateTest {
           + " (%d ms): %d accepted, %d refused%n", limit, requests, paceMs, elapsed, accepted, refused);
       assertThat(elapsed).as("the whole run stays inside one window").isLessThan(60_000);
       // exact when every instance has seen the others' counts; over by at most what the other instances accepted
-      // since the last sync round reached them (two rounds of 250 ms plus the round trip: ~ 1 s of requests)
-      assertThat(accepted).isGreaterThanOrEqualTo(limit).isLessThanOrEqualTo(limit + (int) (1000 / paceMs));
+      // since the last sync round reached them (two rounds of 250 ms plus the round trips; up to ~0.9 s measured on
+      // the loaded 2-core test machine, so 1.5 s of requests are allowed here); unshared it would be 3 x the limit
+      assertThat(accepted).isGreaterThanOrEqualTo(limit).isLessThanOrEqualTo(limit + (int) (1500 / paceMs));
     } finally {
       closeAll(r);
     }
@@ -192,7 +193,7 @@ class PgSharedStateTest {
       }
       System.out.printf("shared enrolment window: limit %d/min, %d calls round robin every %d ms: %d allowed%n", limit,
           calls, paceMs, allowed);
-      assertThat(allowed).isGreaterThanOrEqualTo(limit).isLessThanOrEqualTo(limit + (int) (1000 / paceMs));
+      assertThat(allowed).isGreaterThanOrEqualTo(limit).isLessThanOrEqualTo(limit + (int) (1500 / paceMs));
     } finally {
       closeAll(r);
     }
