@@ -22,7 +22,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * shared record on (one {@code INSERT … ON CONFLICT} into {@code hop_replays} per push) and off (the instance's
  * memory only), alternating twice. Prints pushes/s and the mean, p50 and p99 push latency of each run.
  *
- * <p>Run like {@link SeqAllocationBench}; arguments {@code threads seconds}.
+ * <p>Run like {@link SeqAllocationBench}; arguments {@code threads seconds rounds}.
  */
 public final class SharedReplayBench {
   private SharedReplayBench() {}
@@ -45,7 +45,8 @@ public final class SharedReplayBench {
         shared.setAccessible(true);
         Object record = shared.get(replay);
         run("warm-up", senders, target, 2);
-        for (int round = 0; round < 2; round++) {
+        int rounds = args.length > 2 ? Integer.parseInt(args[2]) : 2;
+        for (int round = 0; round < rounds; round++) {
           shared.set(replay, record);
           run("shared on ", senders, target, seconds);
           shared.set(replay, null);

@@ -159,9 +159,10 @@ class PgSharedStateTest {
           + " (%d ms): %d accepted, %d refused%n", limit, requests, paceMs, elapsed, accepted, refused);
       assertThat(elapsed).as("the whole run stays inside one window").isLessThan(60_000);
       // exact when every instance has seen the others' counts; over by at most what the other instances accepted
-      // since the last sync round reached them (two rounds of 250 ms plus the round trips; up to ~0.9 s measured on
-      // the loaded 2-core test machine, so 1.5 s of requests are allowed here); unshared it would be 3 x the limit
-      assertThat(accepted).isGreaterThanOrEqualTo(limit).isLessThanOrEqualTo(limit + (int) (1500 / paceMs));
+      // since their last sync round reached this one (two rounds of 250 ms plus the round trips on an idle machine;
+      // up to ~1.3 s measured on the loaded 2-core test machine, so 2 s of requests are allowed here); unshared it
+      // would be 3 x the limit
+      assertThat(accepted).isGreaterThanOrEqualTo(limit).isLessThanOrEqualTo(limit + (int) (2000 / paceMs));
     } finally {
       closeAll(r);
     }
@@ -171,7 +172,7 @@ class PgSharedStateTest {
   void enrolment_calls_from_one_address_over_three_instances_are_limited_at_about_the_configured_total(
       @TempDir Path dir) throws Exception {
     int limit = 30;
-    long paceMs = 50;
+    long paceMs = 100;
     int calls = 90;
     List<RelayHarness> r = three(dir, Map.of("MBX_RELAY_LIMITS_ENROL_CALLS_PER_MINUTE", Integer.toString(limit)));
     try {
@@ -193,9 +194,31 @@ class PgSharedStateTest {
       }
       System.out.printf("shared enrolment window: limit %d/min, %d calls round robin every %d ms: %d allowed%n", limit,
           calls, paceMs, allowed);
-      assertThat(allowed).isGreaterThanOrEqualTo(limit).isLessThanOrEqualTo(limit + (int) (1500 / paceMs));
+      assertThat(allowed).isGreaterThanOrEqualTo(limit).isLessThanOrEqualTo(limit + (int) (2000 / paceMs));
     } finally {
       closeAll(r);
+    }
+  }
+
+  @Test
+  void a_version_1_database_is_migrated_to_version_2_with_the_shared_tables_and_nothing_else_changes()
+      throws Exception {
+    String url = PgTestServer.shared().createDatabase();
+    Properties p = new Properties();
+    p.setProperty("user", PgTestServer.SUPERUSER);
+    try (Connection c = DriverManager.getConnection(url, p)) {
+      try (Statement st = c.createStatement()) {
+        for (String ddl : PgSchema.V1) {
+          st.execute(ddl);
+        }
+        st.execute("INSERT INTO meta(k, v) VALUES('schema_version', '1'), ('epoch', 'e1')");
+      }
+      assertThat(PgSchema.migrate(c)).isEqualTo(1);
+      assertThat(PgSchema.version(c)).isEqualTo(2);
+      assertThat(rows(url, "SELECT count(*) FROM hop_replays")).isZero();
+      assertThat(rows(url, "SELECT count(*) FROM rate_windows")).isZero();
+      assertThat(rows(url, "SELECT count(*) FROM meta WHERE k = 'epoch' AND v = 'e1'")).isEqualTo(1);
+      assertThat(PgSchema.migrate(c)).as("a second open migrates nothing").isEqualTo(2);
     }
   }
 
