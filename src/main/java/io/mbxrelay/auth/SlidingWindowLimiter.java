@@ -20,6 +20,11 @@ import java.util.function.UnaryOperator;
  *
  * <p>Keys may be mapped before counting ({@link #forClientAddresses}: IPv6 addresses grouped by prefix).
  *
+ * <p>Several instances on one PostgreSQL share their windows ({@link #share}, docs/scale-out.md "What is shared"): each
+ * publishes its changed windows ({@link #changes}) and counts the others' published sums ({@link #elsewhere}) in every
+ * decision, so a key's calls on all instances count against one limit, within the sync lag. The request path never
+ * waits for the database. Unshared (SQLite) the others' sum is always empty.
+ *
  * <p>Own code rather than a rate-limit library (Bucket4j, Resilience4j): the exact sliding-window count is part of the
  * wire contract and token buckets would let a burst through that the reference refuses; the bounded, shedding key
  * table is the memory bound.
