@@ -24,6 +24,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * </ul>
  * Keys are held in their canonical spelling ({@link KeySpelling}), so the 4 spellings of one key share one challenge.
  *
+ * <p>The routes see it through {@link Challenges#inMemory}; several instances on one PostgreSQL share theirs in the
+ * database instead ({@code store/postgres/PgSharedState}).
+ *
  * <p>Thread-safe (shared by every HTTP verticle instance); methods are short and synchronized. Issuing is O(1)
  * amortized: entries are kept in issue order, so expired and shed entries are taken from the head.
  */
@@ -101,13 +104,16 @@ public final class ChallengeStore {
    *
    * @param hostPubkey the key field as sent (any spelling)
    * @param nonce the nonce that was verified
+   * @return true when this call consumed it (false: already consumed, replaced or shed)
    */
-  public synchronized void consume(String hostPubkey, String nonce) {
+  public synchronized boolean consume(String hostPubkey, String nonce) {
     String key = KeySpelling.canonicalOrSelf(hostPubkey);
     Open o = open.get(key);
     if (o != null && o.nonce.equals(nonce)) {
       open.remove(key);
+      return true;
     }
+    return false;
   }
 
   /** Open challenges right now (metrics). */

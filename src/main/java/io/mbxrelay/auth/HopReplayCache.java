@@ -49,6 +49,7 @@ public final class HopReplayCache {
   private long lastSweep = Long.MIN_VALUE;
   private final AtomicLong replays = new AtomicLong();
   private final AtomicLong evicted = new AtomicLong();
+  private volatile SharedReplays shared;
 
   /**
    * @param maxEntries most hops remembered in all (config {@code trust.replayCacheMaxEntries})
@@ -88,6 +89,17 @@ public final class HopReplayCache {
    * @return {@link Result#FRESH} or {@link Result#REPLAY}
    */
   public Result admit(String callerKey, byte[] signedText, long tsMs, long nowMs) {
+    return admitId(callerKey, java.util.HexFormat.of().formatHex(hopId(callerKey, signedText)), tsMs, nowMs);
+  }
+
+  /**
+   * The id of a hop: SHA-256 over the caller's key, a newline and the identifying bytes (see the class comment).
+   *
+   * @param callerKey the authenticated caller's key (base64)
+   * @param signedText the hop's decoded signature (64 bytes), or another identifying text
+   * @return 32 bytes
+   */
+  public static byte[] hopId(String callerKey, byte[] signedText) {
     java.security.MessageDigest md;
     try {
       md = java.security.MessageDigest.getInstance("SHA-256");
@@ -96,7 +108,43 @@ public final class HopReplayCache {
     }
     md.update((callerKey + "\n").getBytes(StandardCharsets.UTF_8));
     md.update(signedText);
-    return admitId(callerKey, java.util.HexFormat.of().formatHex(md.digest()), tsMs, nowMs);
+    return md.digest();
+  }
+
+  /**
+   * Makes {@link #admitEverywhere} also consult the replays shared with other instances (PostgreSQL,
+   * docs/scale-out.md "What is shared"). Call once before serving; without it (SQLite) nothing changes.
+   *
+   * @param replays the shared record
+   */
+  public void share(SharedReplays replays) {
+    this.shared = java.util.Objects.requireNonNull(replays);
+  }
+
+  /**
+   * {@link #admit(String, byte[], long, long)}, then, for a hop fresh here, the shared record of every instance: a
+   * local replay never reaches it. Without {@link #share} (SQLite) the future is already complete.
+   *
+   * @param callerKey the authenticated caller's key (base64)
+   * @param signature the hop's decoded signature (64 bytes)
+   * @param tsMs the hop's parsed {@code x-mbx-ts}, epoch ms
+   * @param nowMs now, epoch ms
+   * @return {@link Result#FRESH} or {@link Result#REPLAY}; failed when the shared record is unreachable (503)
+   */
+  public io.vertx.core.Future<Result> admitEverywhere(String callerKey, byte[] signature, long tsMs, long nowMs) {
+    byte[] id = hopId(callerKey, signature);
+    Result here = admitId(callerKey, java.util.HexFormat.of().formatHex(id), tsMs, nowMs);
+    SharedReplays everywhere = shared;
+    if (here == Result.REPLAY || everywhere == null) {
+      return io.vertx.core.Future.succeededFuture(here);
+    }
+    return everywhere.firstSeen(id, tsMs + windowMs, nowMs).map(first -> {
+      if (first) {
+        return Result.FRESH;
+      }
+      replays.incrementAndGet();
+      return Result.REPLAY;
+    });
   }
 
   private synchronized Result admitId(String callerKey, String id, long tsMs, long nowMs) {

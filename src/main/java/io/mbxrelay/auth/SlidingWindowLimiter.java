@@ -20,6 +20,11 @@ import java.util.function.UnaryOperator;
  *
  * <p>Keys may be mapped before counting ({@link #forClientAddresses}: IPv6 addresses grouped by prefix).
  *
+ * <p>Several instances on one PostgreSQL share their windows ({@link #share}, docs/scale-out.md "What is shared"): each
+ * publishes its changed windows ({@link #changes}) and counts the others' published sums ({@link #elsewhere}) in every
+ * decision, so a key's calls on all instances count against one limit, within the sync lag. The request path never
+ * waits for the database. Unshared (SQLite) the others' sum is always empty.
+ *
  * <p>Own code rather than a rate-limit library (Bucket4j, Resilience4j): the exact sliding-window count is part of the
  * wire contract and token buckets would let a burst through that the reference refuses; the bounded, shedding key
  * table is the memory bound.
@@ -35,6 +40,28 @@ public final class SlidingWindowLimiter {
   /** Access order: the head is the least recently active key. */
   private final LinkedHashMap<String, Window> calls = new LinkedHashMap<>(16, 0.75f, true);
   private final AtomicLong shed = new AtomicLong();
+  /** Other instances' calls per (mapped) key, replaced by each read of the shared table; empty unless shared. */
+  private volatile Map<String, Elsewhere> elsewhere = Map.of();
+  /** Windows whose count changed since last published, and those published non-zero; null unless shared. */
+  private Map<String, Window> tracked;
+
+  /**
+   * One key's window as this instance publishes it to the others (docs/scale-out.md "What is shared").
+   *
+   * @param key the mapped key (a sender key, or a client address's rate key)
+   * @param calls calls inside the window now (0: the window drained)
+   * @param firstExpiresMs when the oldest of them leaves the window, epoch ms
+   * @param lastExpiresMs when the newest leaves it (the whole entry is stale after this), epoch ms
+   */
+  public record Published(String key, int calls, long firstExpiresMs, long lastExpiresMs) {}
+
+  /**
+   * What the other instances hold for one key, summed.
+   *
+   * @param calls their calls inside their windows
+   * @param firstExpiresMs when the first of them leaves its window, epoch ms
+   */
+  public record Elsewhere(int calls, long firstExpiresMs) {}
 
   /**
    * The times of a key's calls inside the window, oldest first: a ring that grows with use (up to {@code limit}), so a
@@ -46,6 +73,9 @@ public final class SlidingWindowLimiter {
     int head;
     int size;
     long last = Long.MIN_VALUE;
+    /** The count and the newest call last published to the other instances (shared windows only). */
+    int published;
+    long publishedNewest;
 
     /** Drops calls that left the window. */
     void expire(long nowMs, long windowMs) {
@@ -57,6 +87,10 @@ public final class SlidingWindowLimiter {
 
     long oldest() {
       return ring[head];
+    }
+
+    long newest() {
+      return ring[(head + size - 1) % ring.length];
     }
 
     void add(long nowMs, int limit) {
@@ -128,11 +162,89 @@ public final class SlidingWindowLimiter {
     }
     w.last = nowMs;
     w.expire(nowMs, windowMs);
-    if (w.size >= limit) {
+    if (w.size + callsElsewhere(k) >= limit) {
       return false;
     }
     w.add(nowMs, limit);
+    if (tracked != null) {
+      tracked.put(k, w);
+    }
     return true;
+  }
+
+  private int callsElsewhere(String mappedKey) {
+    Elsewhere e = elsewhere.get(mappedKey);
+    return e == null ? 0 : e.calls();
+  }
+
+  /**
+   * Makes this window one of several instances' (PostgreSQL, docs/scale-out.md "What is shared"): from now on it
+   * remembers which keys changed for {@link #changes}, and counts what {@link #elsewhere} last said the other instances
+   * hold. Without it (SQLite) nothing of this runs.
+   */
+  public synchronized void share() {
+    if (tracked == null) {
+      tracked = new java.util.HashMap<>();
+    }
+  }
+
+  /**
+   * The windows that changed since the last call (calls added or expired), to publish; a window that drained
+   * is listed once with 0 calls. Only after {@link #share}. O(keys changed or still published).
+   *
+   * @param nowMs now, epoch ms
+   * @return the changes, in no order
+   */
+  public synchronized java.util.List<Published> changes(long nowMs) {
+    if (tracked == null || tracked.isEmpty()) {
+      return java.util.List.of();
+    }
+    java.util.List<Published> out = new java.util.ArrayList<>();
+    Iterator<Map.Entry<String, Window>> it = tracked.entrySet().iterator();
+    while (it.hasNext()) {
+      Map.Entry<String, Window> e = it.next();
+      Window w = e.getValue();
+      w.expire(nowMs, windowMs);
+      // a new call changes the newest even when an expiry kept the count: the row's end must follow it
+      if (w.size != w.published || (w.size > 0 && w.newest() != w.publishedNewest)) {
+        out.add(w.size == 0 ? new Published(e.getKey(), 0, nowMs, nowMs)
+            : new Published(e.getKey(), w.size, w.oldest() + windowMs, w.newest() + windowMs));
+        w.published = w.size;
+        w.publishedNewest = w.size == 0 ? Long.MIN_VALUE : w.newest();
+      }
+      if (w.size == 0) {
+        it.remove();
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Marks keys whose last {@link #changes} could not be published, so the next call lists them again (a window that
+   * drained meanwhile is no longer tracked: its stale row expires by itself).
+   *
+   * @param keys mapped keys from {@link Published#key}
+   */
+  public synchronized void republish(java.util.Collection<String> keys) {
+    if (tracked == null) {
+      return;
+    }
+    for (String k : keys) {
+      Window w = tracked.get(k);
+      if (w != null) {
+        w.published = -1;
+      }
+    }
+  }
+
+  /**
+   * Replaces what the other instances hold (their published windows summed per mapped key); counted by every later
+   * {@link #tryAcquire} and {@link #msUntilAllowed}. Safe on any thread.
+   *
+   * @param others per mapped key; keys absent hold nothing elsewhere
+   */
+  public void elsewhere(Map<String, Elsewhere> others) {
+    this.elsewhere = Map.copyOf(others);
   }
 
   /**
@@ -146,15 +258,22 @@ public final class SlidingWindowLimiter {
    *     window
    */
   public synchronized long msUntilAllowed(String key, long nowMs) {
-    Window w = calls.get(keyMapper.apply(key));
-    if (w == null) {
+    String k = keyMapper.apply(key);
+    Window w = calls.get(k);
+    Elsewhere e = elsewhere.get(k);
+    int there = e == null ? 0 : e.calls();
+    if (w != null) {
+      w.expire(nowMs, windowMs);
+    }
+    int here = w == null ? 0 : w.size;
+    if (here + there < limit) {
       return 0;
     }
-    w.expire(nowMs, windowMs);
-    if (w.size < limit) {
-      return 0;
+    long wait = here > 0 ? windowMs - (nowMs - w.oldest()) : Long.MAX_VALUE;
+    if (there > 0) {
+      wait = Math.min(wait, e.firstExpiresMs() - nowMs);
     }
-    return windowMs - (nowMs - w.oldest());
+    return Math.max(1, wait);
   }
 
   /** Keys tracked right now (metrics). */

@@ -26,6 +26,7 @@ import java.util.regex.Pattern;
  * the writer's {@link StoreCommand.Enrol}. Safe on any event loop.
  */
 public final class EnrolmentRoutes {
+
   private final RelayServices s;
 
   EnrolmentRoutes(RelayServices services) {
@@ -70,14 +71,21 @@ public final class EnrolmentRoutes {
     if (!pubkey.isTextual() || !B64.isPubkey(pubkey.textValue())) {
       throw RelayError.BAD_HOST_KEY;
     }
-    Optional<String> nonce = s.challenges().issue(pubkey.textValue(), now());
-    if (nonce.isEmpty()) {
-      // the reference's challenge errors carry no code (only enrol's do)
-      throw RelayError.CHALLENGES_FULL;
-    }
-    ObjectNode out = Json.MAPPER.createObjectNode();
-    out.put("challenge", nonce.get());
-    ok(ctx, out);
+    s.challenges().issue(pubkey.textValue(), now()).onComplete(ar -> {
+      if (ar.failed()) {
+        ctx.fail(RelayError.STORE_UNAVAILABLE);
+        return;
+      }
+      Optional<String> nonce = ar.result();
+      if (nonce.isEmpty()) {
+        // the reference's challenge errors carry no code (only enrol's do)
+        ctx.fail(RelayError.CHALLENGES_FULL);
+        return;
+      }
+      ObjectNode out = Json.MAPPER.createObjectNode();
+      out.put("challenge", nonce.get());
+      ok(ctx, out);
+    });
   }
 
   void enrol(RoutingContext ctx) {
@@ -103,22 +111,49 @@ public final class EnrolmentRoutes {
     // stored, compared, revoked and denied in the canonical spelling (issue 11 item 4): another spelling of a
     // revoked key is the revoked key; the signature is over the record as the client built it
     String key = KeySpelling.canonical(sent).orElseThrow();
-    Optional<String> challenge = s.challenges().pending(key, now());
+    // the challenge store may be the database (several instances): its answers come back on this context
+    s.challenges().pending(key, now()).onComplete(ar -> {
+      if (ar.failed()) {
+        ctx.fail(RelayError.STORE_UNAVAILABLE);
+        return;
+      }
+      try {
+        answered(ctx, body, host.textValue(), key, sent, ownerFp.textValue(), sig, ar.result());
+      } catch (RuntimeException e) {
+        ctx.fail(e);
+      }
+    });
+  }
+
+  /** The enrolment once its pending challenge is known: the signature over it, then consumed once, then decided. */
+  private void answered(RoutingContext ctx, ObjectNode body, String hostName, String key, String sent, String ownerFp,
+      JsonNode sig, Optional<String> challenge) {
     if (challenge.isEmpty()) {
       throw RelayError.NO_PENDING_CHALLENGE;
     }
     ObjectNode rec = Json.MAPPER.createObjectNode();
     rec.put("v", 1);
     rec.put("challenge", challenge.get());
-    rec.put("host", host.textValue());
+    rec.put("host", hostName);
     rec.put("pubkey", sent);
-    rec.put("owner_fp", ownerFp.textValue());
+    rec.put("owner_fp", ownerFp);
     if (!sig.isTextual() || !Ed25519.verify(key, CanonicalJson.canonicalBytes(rec), sig.textValue())) {
       throw RelayError.BAD_ENROLMENT_SIGNATURE;
     }
-    s.challenges().consume(key, challenge.get());
-    EnrolmentAuthority.Request request = new EnrolmentAuthority.Request(host.textValue(), key, ownerFp.textValue(),
-        body.get("proof"));
+    s.challenges().consume(key, challenge.get()).onComplete(consumed -> {
+      if (consumed.failed()) {
+        ctx.fail(RelayError.STORE_UNAVAILABLE);
+      } else if (!consumed.result()) {
+        // another request (here or on another instance) answered this challenge first
+        ctx.fail(RelayError.NO_PENDING_CHALLENGE);
+      } else {
+        decide(ctx, body, hostName, key, ownerFp);
+      }
+    });
+  }
+
+  private void decide(RoutingContext ctx, ObjectNode body, String hostName, String key, String ownerFp) {
+    EnrolmentAuthority.Request request = new EnrolmentAuthority.Request(hostName, key, ownerFp, body.get("proof"));
     java.util.concurrent.CompletionStage<EnrolmentAuthority.Decision> decided;
     try {
       decided = s.authority().decide(request);
@@ -127,7 +162,7 @@ public final class EnrolmentRoutes {
     }
     Future.fromCompletionStage(decided, ctx.vertx().getOrCreateContext())
         .otherwise(e -> new EnrolmentAuthority.Decision(false, null, null, "the enrolment authority is unavailable"))
-        .onSuccess(d -> enrolDecided(ctx, host.textValue(), key, ownerFp.textValue(), d));
+        .onSuccess(d -> enrolDecided(ctx, hostName, key, ownerFp, d));
   }
 
   private void enrolDecided(RoutingContext ctx, String hostName, String key, String ownerFp,

@@ -244,13 +244,21 @@ final class HopAuthHandler implements Handler<RoutingContext> {
           // Replay protection beyond the reference (issue 3 item 7): an exact replay of a state-changing hop inside
           // its freshness window is refused as a bad hop; a retry re-signed with a fresh ts is a new hop. Only routes
           // that change state are remembered, so requests to unknown paths cannot fill the cache.
+          // With several instances on one database the hop is also recorded there (docs/scale-out.md).
           byte[] signature = io.mbxrelay.wire.B64.decodeLenient(header(ctx.request(), "x-mbx-sig")).orElseThrow();
-          if (s.trust().replay().admit(caller.hostPubkey(), signature, ctx.<Long>get(HOP_TS), now())
-              == io.mbxrelay.auth.HopReplayCache.Result.REPLAY) {
-            unsignedLabels.label(ctx.request());
-            ctx.fail(RelayError.BAD_HOP);
-            return;
-          }
+          s.trust().replay().admitEverywhere(caller.hostPubkey(), signature, ctx.<Long>get(HOP_TS), now())
+              .onComplete(admitted -> {
+                if (admitted.failed()) {
+                  ctx.fail(RelayError.STORE_UNAVAILABLE);
+                } else if (admitted.result() == io.mbxrelay.auth.HopReplayCache.Result.REPLAY) {
+                  unsignedLabels.label(ctx.request());
+                  ctx.fail(RelayError.BAD_HOP);
+                } else {
+                  ctx.put(CALLER, caller);
+                  ctx.next();
+                }
+              });
+          return;
         }
         ctx.put(CALLER, caller);
         ctx.next();

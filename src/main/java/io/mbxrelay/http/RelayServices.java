@@ -1,7 +1,7 @@
 package io.mbxrelay.http;
 
 import io.mbxrelay.writer.StoreClient;
-import io.mbxrelay.auth.ChallengeStore;
+import io.mbxrelay.auth.Challenges;
 import io.mbxrelay.auth.ClientAddress;
 import io.mbxrelay.auth.EnrolmentAuthority;
 import io.mbxrelay.auth.SlidingWindowLimiter;
@@ -22,7 +22,7 @@ import java.util.Objects;
  * @param reads read path
  * @param enrolments the committed enrolments in memory (hop checks), kept by the writer
  * @param writes write path (the single writer)
- * @param challenges open enrolment challenges
+ * @param challenges open enrolment challenges (in memory, or shared in the database: docs/scale-out.md)
  * @param enrolRate per-client-address window for challenge/enrol/rotate
  * @param pushRate per-sender-key window for pushes
  * @param authority the enrolment authority
@@ -42,7 +42,7 @@ public record RelayServices(
     io.mbxrelay.store.spi.RelayReads reads,
     io.mbxrelay.store.EnrolmentCache enrolments,
     StoreClient writes,
-    ChallengeStore challenges,
+    Challenges challenges,
     SlidingWindowLimiter enrolRate,
     SlidingWindowLimiter pushRate,
     EnrolmentAuthority authority,

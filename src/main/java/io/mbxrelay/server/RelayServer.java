@@ -201,7 +201,8 @@ public final class RelayServer implements AutoCloseable {
       openedLedger = null; // the writer owns it now and closes it when undeployed
       RelayReads reads = store.openReads(vertx);
       RelayServer server = finish(config, store.relayKey(), options, vertx, metrics, writer, reads,
-          store.enrolments(), store.epoch(), clock, disk, store.statusFile(), store.report(), deployments, waiters);
+          store.enrolments(), store.epoch(), clock, disk, store.statusFile(), store.report(), deployments, waiters,
+          store.sharedRequestState(vertx, config.limits(), options.clock()::millis).orElse(null));
       server.store = store;
       return server;
     } catch (Exception | Error e) {
@@ -258,13 +259,14 @@ public final class RelayServer implements AutoCloseable {
 
   /**
    * What every backend starts the same way once its writer is deployed and its reads are open: trust, services, the
-   * timers, the HTTP instances and the admin server.
+   * timers, the HTTP instances and the admin server. {@code shared} (PostgreSQL; null on SQLite) holds the challenges,
+   * replays and rate windows every instance shares (docs/scale-out.md "What is shared").
    */
   private static RelayServer finish(RelayConfig config, Ed25519KeyPair relayKey, Options options, Vertx vertx,
       RelayMetrics metrics, StoreWriterVerticle writer, RelayReads reads, io.mbxrelay.store.EnrolmentCache enrolments,
       String epoch, ClockGuard clock, DiskSpace disk, Path statusFile,
       io.mbxrelay.store.model.OpenReport openReport, List<String> deployments,
-      io.mbxrelay.http.PullWaiters waiters) throws Exception {
+      io.mbxrelay.http.PullWaiters waiters, io.mbxrelay.auth.SharedRequestState shared) throws Exception {
     RelayMetrics m = metrics;
     RelayConfig.Limits l = config.limits();
     // ---- trust (issue 3): authority, issuer keys, replay cache, admin token ----
@@ -302,12 +304,17 @@ public final class RelayServer implements AutoCloseable {
     m.bindBodyBudget(bodyBudget::used, bodyBudget::refused);
     RelayServices services = new RelayServices(config, relayKey, epoch, version(), reads, enrolments,
         new StoreClient(vertx, config.store().writerTimeoutMs()),
-        new ChallengeStore(l.maxOpenChallenges(), l.challengeTtlMs()),
+        shared != null ? shared : io.mbxrelay.auth.Challenges.inMemory(
+            new ChallengeStore(l.maxOpenChallenges(), l.challengeTtlMs())),
         SlidingWindowLimiter.forClientAddresses(l.enrolCallsPerMinute(), 60_000, l.rateTableMaxKeys(),
             config.trust().ipv6PrefixBits()),
         new SlidingWindowLimiter(l.pushRequestsPerMinute(), 60_000, l.rateTableMaxKeys()),
         authority, options.clientAddress(), options.clock(), trust, metrics, waiters, pageBudget,
         bodyBudget);
+    if (shared != null) {
+      deployments.add(await(vertx.deployVerticle(shared.attach(trust.replay(), services.enrolRate(),
+          services.pushRate()))));
+    }
     deployments.add(await(vertx.deployVerticle(new HeartbeatVerticle(services.writes(),
         config.timers().heartbeatMs()))));
     m.bindClock(clock::status);

@@ -44,4 +44,15 @@ class ChallengeStoreTest {
     assertThat(s.pending(k[4], 1001)).isPresent();
     assertThat(s.size()).isEqualTo(3);
   }
+
+  @Test
+  void an_answered_challenge_is_consumed_once_through_the_asynchronous_view() {
+    Challenges c = Challenges.inMemory(new ChallengeStore(10, 1000));
+    String k = Ed25519KeyPair.generate().publicKeyB64();
+    String n = c.issue(k, 0).result().orElseThrow();
+    assertThat(c.pending(k, 1).result()).contains(n);
+    assertThat(c.consume(k, n).result()).isTrue();
+    assertThat(c.consume(k, n).result()).as("a second answer of one challenge").isFalse();
+    assertThat(c.pending(k, 2).result()).isEmpty();
+  }
 }

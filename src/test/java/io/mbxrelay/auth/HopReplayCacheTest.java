@@ -43,4 +43,33 @@ class HopReplayCacheTest {
     assertThat(c.admit("b", "y", 0, 1)).isEqualTo(HopReplayCache.Result.REPLAY);
     assertThat(c.evicted()).isEqualTo(1);
   }
+
+  @Test
+  void a_hop_fresh_here_is_checked_against_the_shared_record_and_a_local_replay_never_reaches_it() {
+    HopReplayCache c = new HopReplayCache(10, 10, 300_000);
+    byte[] sig = new byte[64];
+    assertThat(c.admitEverywhere("k", sig, 1000, 1000).result()).as("not shared: memory only")
+        .isEqualTo(HopReplayCache.Result.FRESH);
+    java.util.Map<String, Long> record = new java.util.HashMap<>(); // another instance's view of the same table
+    java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+    c.share((id, until, now) -> {
+      asked.incrementAndGet();
+      return io.vertx.core.Future.succeededFuture(record.putIfAbsent(java.util.HexFormat.of().formatHex(id), until)
+          == null);
+    });
+    assertThat(c.admitEverywhere("k", sig, 1000, 2000).result()).as("local replay")
+        .isEqualTo(HopReplayCache.Result.REPLAY);
+    assertThat(asked).hasValue(0);
+    byte[] other = new byte[64];
+    other[0] = 1;
+    record.put(java.util.HexFormat.of().formatHex(HopReplayCache.hopId("k", other)), 301_000L); // seen elsewhere
+    assertThat(c.admitEverywhere("k", other, 1000, 2000).result()).isEqualTo(HopReplayCache.Result.REPLAY);
+    assertThat(c.replaysRefused()).isEqualTo(2);
+    other[0] = 2;
+    assertThat(c.admitEverywhere("k", other, 1000, 2000).result()).isEqualTo(HopReplayCache.Result.FRESH);
+    assertThat(record).containsEntry(java.util.HexFormat.of().formatHex(HopReplayCache.hopId("k", other)), 301_000L);
+    c.share((id, until, now) -> io.vertx.core.Future.failedFuture(new java.sql.SQLException("down")));
+    other[0] = 3;
+    assertThat(c.admitEverywhere("k", other, 1000, 2000).failed()).as("unreachable: the caller answers 503").isTrue();
+  }
 }

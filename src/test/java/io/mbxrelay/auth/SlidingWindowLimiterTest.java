@@ -65,4 +65,39 @@ class SlidingWindowLimiterTest {
     }
     assertThat(big.size()).isEqualTo(50_000);
   }
+
+  @Test
+  void a_shared_window_publishes_its_changed_keys_and_counts_the_other_instances_calls() {
+    SlidingWindowLimiter l = new SlidingWindowLimiter(5, 1000, 10);
+    assertThat(l.tryAcquire("k", 0)).isTrue();
+    assertThat(l.changes(0)).as("nothing tracked until shared").isEmpty();
+    l.share();
+    assertThat(l.tryAcquire("k", 100)).isTrue();
+    assertThat(l.tryAcquire("k", 200)).isTrue();
+    assertThat(l.changes(300)).containsExactly(new SlidingWindowLimiter.Published("k", 3, 1000, 1200));
+    assertThat(l.changes(400)).as("unchanged: not listed again").isEmpty();
+    // the others hold 2 calls: 3 here + 2 there = 5 = the limit
+    l.elsewhere(java.util.Map.of("k", new SlidingWindowLimiter.Elsewhere(2, 900)));
+    assertThat(l.tryAcquire("k", 500)).isFalse();
+    assertThat(l.msUntilAllowed("k", 500)).as("the first of the others' calls leaves at 900").isEqualTo(400);
+    assertThat(l.tryAcquire("other", 500)).as("other keys are not counted").isTrue();
+    l.elsewhere(java.util.Map.of());
+    assertThat(l.tryAcquire("k", 500)).isTrue();
+    // expiry is a change too; a drained window is published once with 0 calls, then forgotten
+    assertThat(l.changes(1050)).contains(new SlidingWindowLimiter.Published("k", 3, 1100, 1500));
+    l.republish(java.util.List.of("k"));
+    assertThat(l.changes(1060)).as("a lost publication is listed again")
+        .contains(new SlidingWindowLimiter.Published("k", 3, 1100, 1500));
+    assertThat(l.changes(2000)).contains(new SlidingWindowLimiter.Published("k", 0, 2000, 2000));
+    assertThat(l.changes(2001)).isEmpty();
+  }
+
+  @Test
+  void a_key_full_only_elsewhere_waits_for_the_others_first_call_to_leave() {
+    SlidingWindowLimiter l = new SlidingWindowLimiter(2, 1000, 10);
+    l.share();
+    l.elsewhere(java.util.Map.of("k", new SlidingWindowLimiter.Elsewhere(2, 700)));
+    assertThat(l.msUntilAllowed("k", 100)).isEqualTo(600);
+    assertThat(l.tryAcquire("k", 100)).isFalse();
+  }
 }

@@ -134,6 +134,14 @@ public final class PgBackendFactory implements StoreBackendFactory {
     }
 
     @Override
+    public java.util.Optional<io.mbxrelay.auth.SharedRequestState> sharedRequestState(Vertx vertx,
+        RelayConfig.Limits limits, java.util.function.LongSupplier clock) {
+      // challenges, replays and rate windows shared by the instances (docs/scale-out.md "What is shared")
+      return java.util.Optional.of(new PgSharedState(vertx, pg, request.config().store().readPoolSize(),
+          limits.maxOpenChallenges(), limits.challengeTtlMs(), clock));
+    }
+
+    @Override
     public void onItemsElsewhere(Consumer<java.util.Set<String>> wake) {
       pg.onItemsElsewhere(wake); // NOTIFY mbx_items from the other instances' writers
     }

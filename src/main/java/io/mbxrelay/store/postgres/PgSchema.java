@@ -28,8 +28,8 @@ import java.util.List;
 public final class PgSchema {
   private PgSchema() {}
 
-  /** Schema version this code writes. */
-  public static final int VERSION = 1;
+  /** Schema version this code writes (2: the shared replay and rate tables, {@link #V2}). */
+  public static final int VERSION = 2;
 
   /** Advisory lock keys (the first argument of {@code pg_advisory_xact_lock(int, int)}: a namespace of ours). */
   /** Advisory-lock namespace of the relay's PostgreSQL locks. */
@@ -97,6 +97,22 @@ public final class PgSchema {
       .stream().map(ddl -> ddl.replace(" TEXT", " TEXT COLLATE \"C\"")).toList();
 
   /**
+   * Version 2 DDL: state several instances share instead of per-process memory ({@link PgSharedState},
+   * docs/scale-out.md "What is shared"). Every row expires; {@link PgSharedState} sweeps them. Nothing in them is
+   * durable relay state: {@code mbxrelay migrate-store} copies none of it and {@code mbxrelay check} ignores it.
+   */
+  static final List<String> V2 = List.of(
+      // state-changing hops accepted by any instance: SHA-256 of the caller's key and the decoded signature
+      "CREATE TABLE hop_replays(id BYTEA PRIMARY KEY, expires_at_ms BIGINT NOT NULL)",
+      "CREATE INDEX hop_replays_expiry ON hop_replays(expires_at_ms)",
+      // each instance's rate window per key (kind 1: enrolment calls per address, 2: pushes per sender)
+      "CREATE TABLE rate_windows(kind SMALLINT NOT NULL, key TEXT NOT NULL, instance TEXT NOT NULL,"
+          + " calls INT NOT NULL, first_expires_ms BIGINT NOT NULL, last_expires_ms BIGINT NOT NULL,"
+          + " PRIMARY KEY(kind, key, instance))",
+      "CREATE INDEX rate_windows_expiry ON rate_windows(last_expires_ms)")
+      .stream().map(ddl -> ddl.replace(" TEXT", " TEXT COLLATE \"C\"")).toList();
+
+  /**
    * Creates the schema on an empty database or migrates an older one, inside one transaction under the open lock.
    *
    * @param c a connection in auto-commit mode (left in auto-commit mode)
@@ -124,7 +140,17 @@ public final class PgSchema {
           }
           ps.executeBatch();
         }
-        st.execute("INSERT INTO meta(k, v) VALUES('schema_version', '" + VERSION + "')");
+        st.execute("INSERT INTO meta(k, v) VALUES('schema_version', '1')");
+      }
+      if (found < 2) {
+        // version 1 -> 2 (issue 20 items 6 and 7): new tables only; an instance of the older code refuses the newer
+        // schema at start, so upgrade every instance together
+        for (String ddl : V2) {
+          st.execute(ddl);
+        }
+      }
+      if (found < VERSION) {
+        st.execute("UPDATE meta SET v = '" + VERSION + "' WHERE k = 'schema_version'");
       }
       c.commit();
       return found;

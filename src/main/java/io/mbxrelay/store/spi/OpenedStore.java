@@ -91,6 +91,20 @@ public interface OpenedStore extends AutoCloseable {
     // one writer process: nothing happens elsewhere
   }
 
+  /**
+   * The request state every instance on this store shares (issue 20 items 5–7): challenges, replay record, rate
+   * windows. Empty for a store one process serves (SQLite): the relay keeps them in memory.
+   *
+   * @param vertx the relay's Vert.x (the state's database work runs on worker threads, never an event loop)
+   * @param limits the challenge bounds ({@code limits.maxOpenChallenges}, {@code limits.challengeTtlMs})
+   * @param clock wall-clock milliseconds
+   * @return the shared state, or empty
+   */
+  default java.util.Optional<io.mbxrelay.auth.SharedRequestState> sharedRequestState(Vertx vertx,
+      io.mbxrelay.config.RelayConfig.Limits limits, java.util.function.LongSupplier clock) {
+    return java.util.Optional.empty();
+  }
+
   /** After {@link #close()}: whether the store was left closed cleanly (SQLite: the clean-close marker is there). */
   boolean closedCleanly();
 

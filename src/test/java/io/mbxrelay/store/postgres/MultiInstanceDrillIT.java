@@ -102,7 +102,7 @@ class MultiInstanceDrillIT {
     assertThat(epochs).hasSize(1);
     String epoch = epochs.iterator().next();
 
-    // Enrolment: challenge and enrol on one instance (challenges are per instance: docs/scale-out.md).
+    // Enrolment on one instance (challenges are shared since issue 20: PgSharedStateTest enrols across instances).
     List<TestHost> senders = new ArrayList<>();
     List<TestHost> targets = new ArrayList<>();
     for (int i = 0; i < SENDERS; i++) {
