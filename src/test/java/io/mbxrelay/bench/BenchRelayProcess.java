@@ -188,10 +188,10 @@ final class BenchRelayProcess implements AutoCloseable {
   }
 
   /**
-   * The child's heap in use right after a full collection ({@code jcmd PID GC.run}, then {@code GC.heap_info}), MiB,
-   * or -1 when jcmd cannot attach.
+   * The child's heap right after a full collection ({@code jcmd PID GC.run}, then {@code GC.heap_info}): {@code {used,
+   * committed}} MiB, or {@code {-1, -1}} when jcmd cannot attach.
    */
-  double heapAfterGcMiB() {
+  double[] heapAfterGcMiB() {
     try {
       String jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd").toString();
       String pid = Long.toString(process.pid());
@@ -201,10 +201,11 @@ final class BenchRelayProcess implements AutoCloseable {
       Process info = new ProcessBuilder(jcmd, pid, "GC.heap_info").redirectErrorStream(true).start();
       String out = new String(info.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
       info.waitFor(60, TimeUnit.SECONDS);
-      Matcher m = Pattern.compile("used (\\d+)K").matcher(out);
-      return m.find() ? Long.parseLong(m.group(1)) / 1024.0 : -1;
+      Matcher m = Pattern.compile("total (\\d+)K, used (\\d+)K").matcher(out);
+      return m.find() ? new double[] {Long.parseLong(m.group(2)) / 1024.0, Long.parseLong(m.group(1)) / 1024.0}
+          : new double[] {-1, -1};
     } catch (IOException | InterruptedException | RuntimeException e) {
-      return -1;
+      return new double[] {-1, -1};
     }
   }
 

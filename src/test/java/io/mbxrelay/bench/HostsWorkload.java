@@ -100,7 +100,7 @@ final class HostsWorkload {
         o.warmup, o.seconds);
     phase = new Phase(System.nanoTime(), 1);
     List<double[]> marks = new ArrayList<>(); // hosts, rss MiB, heap MiB
-    marks.add(memory(0));
+    marks.add(memory(0)); // hosts, rss, live heap, outside the heap
     int startedLoops = 0;
     List<Integer> stages = new ArrayList<>();
     for (int st : STAGES) {
@@ -179,19 +179,29 @@ final class HostsWorkload {
     return w;
   }
 
-  /** {@code {hosts, rss MiB, heap after GC MiB}} of the relay now, printed. */
+  /**
+   * {@code {hosts, rss MiB, heap after GC MiB, RSS outside the committed heap MiB}} of the relay now, printed. The RSS
+   * outside the heap is what the process holds besides the Java heap (thread stacks, metaspace, code cache, direct
+   * buffers, malloc arenas); the committed heap itself follows G1's sizing (allocation rate, not live data), so a slope of
+   * the whole RSS mostly measures how G1 grew the heap during the ramp.
+   */
   private double[] memory(int hosts) {
     if (relay() == null) {
-      return new double[] {hosts, -1, -1};
+      return new double[] {hosts, -1, -1, -1};
     }
-    double heap = relay().heapAfterGcMiB();
+    double[] heap = relay().heapAfterGcMiB();
     double rss = relay().memoryMiB()[0];
-    System.out.printf(Locale.ROOT, "  relay memory at %,d waiting hosts: RSS %.0f MiB, heap after full GC %.1f MiB,"
-        + " connections open %s%n", hosts, rss, heap, fmt(metric("mbxrelay_http_connections_open")));
-    return new double[] {hosts, rss, heap};
+    double outside = heap[1] < 0 ? -1 : rss - heap[1];
+    System.out.printf(Locale.ROOT, "  relay memory at %,d waiting hosts: RSS %.0f MiB (heap committed %.0f MiB, outside"
+            + " the heap %.0f MiB), heap used after full GC %.1f MiB, connections open %s%n", hosts, rss, heap[1],
+        outside, heap[0], fmt(metric("mbxrelay_http_connections_open")));
+    return new double[] {hosts, rss, heap[0], outside};
   }
 
-  /** The per-host slope between the first stage and the last, and the projection to 100,000 hosts. */
+  /**
+   * The per-host slopes between the first stage and the last, and the projection to 100,000 hosts: heap (live data
+   * after a full GC), RSS outside the heap, and the memory those two make (live heap + outside), beside the raw RSS.
+   */
   private static void printSlope(List<double[]> marks) {
     double[] first = marks.get(1);
     double[] last = marks.get(marks.size() - 1);
@@ -202,13 +212,20 @@ final class HostsWorkload {
     if (dh <= 0 || last[1] < 0) {
       return;
     }
+    double more = PROJECTED_HOSTS - last[0];
     double rssPerHost = (last[1] - first[1]) * 1024 / dh;
     double heapPerHost = (last[2] - first[2]) * 1024 / dh;
-    double rssProjected = last[1] + rssPerHost * (PROJECTED_HOSTS - last[0]) / 1024;
-    double heapProjected = last[2] + heapPerHost * (PROJECTED_HOSTS - last[0]) / 1024;
-    System.out.printf(Locale.ROOT, "per waiting host (%,.0f → %,.0f hosts): RSS %.1f KiB, heap %.2f KiB; projected at"
-            + " %,d hosts: RSS %.0f MiB (%.2f GiB), heap %.0f MiB%n", first[0], last[0], rssPerHost, heapPerHost,
-        PROJECTED_HOSTS, rssProjected, rssProjected / 1024, heapProjected);
+    double outsidePerHost = (last[3] - first[3]) * 1024 / dh;
+    double heapProjected = last[2] + heapPerHost * more / 1024;
+    double outsideProjected = last[3] + outsidePerHost * more / 1024;
+    double rssProjected = last[1] + rssPerHost * more / 1024;
+    System.out.printf(Locale.ROOT, "per waiting host (%,.0f → %,.0f hosts): live heap %.2f KiB, RSS outside the heap"
+            + " %.2f KiB, raw RSS %.1f KiB (includes G1 growing the heap)%n", first[0], last[0], heapPerHost,
+        outsidePerHost, rssPerHost);
+    System.out.printf(Locale.ROOT, "projected at %,d hosts: live heap %.0f MiB + outside the heap %.0f MiB = %.0f MiB"
+            + " (%.2f GiB) before G1's headroom; raw RSS slope %.0f MiB (%.2f GiB)%n", PROJECTED_HOSTS, heapProjected,
+        outsideProjected, heapProjected + outsideProjected, (heapProjected + outsideProjected) / 1024, rssProjected,
+        rssProjected / 1024);
   }
 
   private Phase pushPhase(int seconds) throws Exception {
@@ -248,7 +265,7 @@ final class HostsWorkload {
     double stopped = old.stop();
     System.out.printf(Locale.ROOT, "restart: relay stopped (SIGTERM) in %.2f s; %s%n", stopped, old.problemsLine());
     // every loop's pull has ended (answered early by the stop, or failed): wait until all are parked
-    long deadline = System.nanoTime() + 30_000_000_000L;
+    long deadline = System.nanoTime() + 60_000_000_000L;
     while (parked.size() < targets.size() && System.nanoTime() < deadline) {
       Thread.sleep(50);
     }
@@ -276,16 +293,17 @@ final class HostsWorkload {
     long end = t0 + 120_000_000_000L;
     while (System.nanoTime() < end) {
       held = metric("mbxrelay_pull_waiting");
-      if (held >= targets.size()) {
+      if (held >= all.size()) {
         servedAt = (System.nanoTime() - t0) / 1e9;
         break;
       }
       Thread.sleep(100);
     }
     stormStatuses = null;
-    System.out.printf(Locale.ROOT, "== reconnect storm (%s): %d hosts reconnect at once after the restart; %s;"
-            + " relay holds %.0f waits; relay /ready %.2f s after its process start%n",
-        s.client().keepAlive ? "keep-alive" : "connection: close", ready,
+    System.out.printf(Locale.ROOT, "== reconnect storm (%s): %d hosts reconnect at once after the restart (%d had"
+            + " not come back from the stop within 60 s and reconnect later); %s; relay holds %.0f waits; relay /ready"
+            + " %.2f s after its process start%n",
+        s.client().keepAlive ? "keep-alive" : "connection: close", ready, targets.size() - ready,
         Double.isNaN(servedAt) ? "NOT all served within 120 s" : String.format(Locale.ROOT,
             "all served (every wait held again) %.1f s after the relay was ready", servedAt), held,
         relay().readySeconds);

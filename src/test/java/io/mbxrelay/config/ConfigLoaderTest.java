@@ -75,6 +75,25 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void the_connection_cap_defaults_to_the_file_limit_less_the_reserve_and_is_validated() throws Exception {
+    RelayConfig c = ConfigLoader.load(null, Map.of());
+    assertThat(c.http().maxConnections()).isZero();
+    assertThat(c.http().reservedFiles()).isEqualTo(512);
+    assertThat(c.http().connectionLimit(20_000)).isEqualTo(19_488);
+    assertThat(c.http().connectionLimit(-1)).isEqualTo(RelayConfig.Http.FALLBACK_MAX_CONNECTIONS);
+    RelayConfig set = ConfigLoader.load(null, Map.of("MBX_RELAY_HTTP_MAX_CONNECTIONS", "5000",
+        "MBX_RELAY_HTTP_RESERVED_FILES", "1000"));
+    assertThat(set.http().connectionLimit(20_000)).isEqualTo(5000);
+    assertThat(ConfigLoader.load(null, Map.of("MBX_RELAY_HTTP_RESERVED_FILES", "1000")).http().connectionLimit(20_000))
+        .isEqualTo(19_000);
+    assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("MBX_RELAY_HTTP_MAX_CONNECTIONS", "-1",
+        "MBX_RELAY_HTTP_RESERVED_FILES", "8")))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageContaining("http.maxConnections must be between 0 and 10000000 (is -1)")
+        .hasMessageContaining("http.reservedFiles must be between 32 and 1000000 (is 8)");
+  }
+
+  @Test
   void a_misspelt_variable_a_bad_admin_bind_and_a_sender_share_above_the_queue_are_reported() {
     assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("MBX_RELAY_HTTP_INSTANCE", "3",
         "MBX_RELAY_ADMIN_BIND", "not-an-ip", "MBX_RELAY_LIMITS_MAX_SENDER_BYTES", "99999999",
