@@ -115,8 +115,8 @@ final class BodyCapHandler implements Handler<RoutingContext> {
         ctx.next();
       } else {
         // the end of a request without a body is on its way. No resume(): nothing paused the request, and the call
-        // would make Vert.x create the request's inbound queue (a 1,024-slot MPSC array, about 4.9 KiB) that a
-        // long-poll pull then keeps for its whole wait (issue 18 goal 4)
+        // makes Vert.x create the request's inbound queue, which a long-poll pull then keeps for its whole wait
+        // (issue 18 goal 4)
         req.endHandler(v -> ctx.next());
       }
       return;
