@@ -34,8 +34,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The writer verticle alone, on a real SQLite store and a real Vert.x worker context (no HTTP): batch bounds, the
- * free-space floor, answers only after COMMIT, and a stop under load that answers every command and leaves no task
- * behind on its worker pool (issue 22 item 7).
+ * free-space floor, answers only after COMMIT, the readiness probe, fail-stop on corruption, and a stop under load
+ * that answers every command and leaves no task behind on its worker pool (issue 22 item 7).
  */
 class StoreWriterVerticleTest {
   private final String relayKey = Ed25519KeyPair.generate().publicKeyB64();
@@ -220,6 +220,111 @@ class StoreWriterVerticleTest {
     await(client.send(new StoreCommand.Enrol("v", fourth, "", null, null))); // stores no item: no signal
     await(vertx.undeploy(id));
     assertThat(events).containsExactly("committed [" + target + "]", "answers", "answers");
+  }
+
+  /** The failure code of a writer answer that failed (the event bus's {@code ReplyException}), or -1. */
+  private static int failureCode(Future<?> answer) throws Exception {
+    Throwable e = answer.toCompletionStage().toCompletableFuture().handle((v, t) -> t).get(30, TimeUnit.SECONDS);
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof io.vertx.core.eventbus.ReplyException rx) {
+        return rx.failureCode();
+      }
+    }
+    return -1;
+  }
+
+  @Test
+  void the_probe_answers_true_and_fails_as_unavailable_while_another_connection_holds_the_write_lock()
+      throws Exception {
+    SqliteRelayStore store = SqliteRelayStore.open(dir, relayKey, Clock.systemUTC(), limits(), 200, 0);
+    StoreWriterVerticle w = new StoreWriterVerticle(store, 64, 1_000_000, 1L << 30, 0, plenty(), Runnable::run,
+        ItemsCommitted.NONE, (commands, nanos, failure) -> {});
+    String id = deploy(w);
+    StoreClient client = new StoreClient(vertx, 10_000);
+    assertThat(await(client.send(new StoreCommand.Probe()))).isTrue();
+    try (java.sql.Connection other = java.sql.DriverManager.getConnection("jdbc:sqlite:" + dir.resolve("relay.db"));
+        Statement st = other.createStatement()) {
+      st.execute("BEGIN IMMEDIATE"); // another process's write lock: the probe cannot take it within 200 ms
+      assertThat(failureCode(client.send(new StoreCommand.Probe()))).isEqualTo(WriteFailure.NOT_STORED.code());
+      st.execute("ROLLBACK");
+    }
+    assertThat(await(client.send(new StoreCommand.Probe()))).as("passes again once the lock is free").isTrue();
+    assertThat(w.failStopped()).isFalse();
+    await(vertx.undeploy(id));
+  }
+
+  @Test
+  void corruption_stops_the_writer_and_every_later_command_is_refused_without_touching_the_store() throws Exception {
+    SqliteRelayStore real = open();
+    enrolBoth(real);
+    java.util.concurrent.atomic.AtomicBoolean corrupt = new java.util.concurrent.atomic.AtomicBoolean();
+    java.util.concurrent.atomic.AtomicInteger transactions = new java.util.concurrent.atomic.AtomicInteger();
+    // the real store, except that its next transaction reports corruption, as SQLITE_CORRUPT would
+    io.mbxrelay.store.RelayStore store = new io.mbxrelay.store.RelayStore() {
+      @Override
+      public String epoch() {
+        return real.epoch();
+      }
+
+      @Override
+      public String relayPubkey() {
+        return real.relayPubkey();
+      }
+
+      @Override
+      public List<CommandResult> execute(List<? extends StoreCommand<?>> commands)
+          throws io.mbxrelay.store.StoreException {
+        transactions.incrementAndGet();
+        if (corrupt.get()) {
+          throw new io.mbxrelay.store.StoreException(io.mbxrelay.store.StoreException.Kind.CORRUPT,
+              "database disk image is malformed", null);
+        }
+        return real.execute(commands);
+      }
+
+      @Override
+      public java.util.Optional<io.mbxrelay.store.model.Enrolment> enrolment(String hostPubkey)
+          throws io.mbxrelay.store.StoreException {
+        return real.enrolment(hostPubkey);
+      }
+
+      @Override
+      public long headSeq(String targetPubkey) throws io.mbxrelay.store.StoreException {
+        return real.headSeq(targetPubkey);
+      }
+
+      @Override
+      public boolean probeWriter() throws io.mbxrelay.store.StoreException {
+        return real.probeWriter();
+      }
+
+      @Override
+      public void onNewItems(java.util.function.Consumer<Set<String>> observer) {
+        real.onNewItems(observer);
+      }
+
+      @Override
+      public void close() {
+        real.close();
+      }
+    };
+    List<String> failures = new CopyOnWriteArrayList<>();
+    StoreWriterVerticle w = new StoreWriterVerticle(store, 64, 1_000_000, 1L << 30, 0, plenty(), Runnable::run,
+        ItemsCommitted.NONE, (commands, nanos, failure) -> failures.add(failure == null ? "ok" : failure.kind().name()));
+    String id = deploy(w);
+    StoreClient client = new StoreClient(vertx, 10_000);
+    assertThat(await(client.send(push("before")))).isInstanceOf(PushOutcome.Stored.class);
+    corrupt.set(true);
+    assertThat(failureCode(client.send(push("during")))).isEqualTo(WriteFailure.NOT_STORED.code());
+    assertThat(w.failStopped()).as("fail-stop: readiness reports it").isTrue();
+    corrupt.set(false); // even a store that would answer again is not written to until a restart
+    int before = transactions.get();
+    assertThat(failureCode(client.send(push("after")))).isEqualTo(WriteFailure.NOT_STORED.code());
+    assertThat(failureCode(client.send(new StoreCommand.Probe()))).isNotEqualTo(-1);
+    assertThat(transactions.get()).as("no transaction after the fail-stop").isEqualTo(before);
+    await(vertx.undeploy(id));
+    assertThat(failures).containsExactly("ok", "CORRUPT");
+    assertThat(storedIds()).contains("before").doesNotContain("during", "after");
   }
 
   @Test
