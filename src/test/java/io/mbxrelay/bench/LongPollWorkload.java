@@ -1,7 +1,5 @@
 package io.mbxrelay.bench;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import io.mbxrelay.bench.BenchClient.Answer;
 import io.mbxrelay.bench.BenchHosts.Host;
 import io.vertx.core.http.HttpMethod;
 import java.io.IOException;
@@ -252,14 +250,7 @@ final class LongPollWorkload {
   private void ack(Phase p, int t, long through, long start) {
     byte[] body = ("{\"epoch\":\"" + s.epoch() + "\",\"through\":" + through + "}").getBytes(StandardCharsets.UTF_8);
     s.client().send(HttpMethod.POST, "/v2/relay/ack", body, targets.get(t), PUSH_TIMEOUT_MS).onComplete(ar -> {
-      long now = System.nanoTime();
-      if (ar.failed()) {
-        p.ack.failed(BenchClient.failureKind(ar.cause()), String.valueOf(ar.cause()), now - start);
-      } else if (!ar.result().ok()) {
-        p.ack.failed(BenchClient.statusKind(ar.result()), ar.result().text(), now - start);
-      } else {
-        p.ack.ok(now - start, now);
-      }
+      PushAckAnswers.ack(p.ack, start, ar);
       pull(t);
     });
   }
@@ -275,31 +266,7 @@ final class LongPollWorkload {
     pushesInFlight.incrementAndGet();
     s.client().send(HttpMethod.POST, "/v2/relay/items", body, sender, PUSH_TIMEOUT_MS).onComplete(ar -> {
       pushesInFlight.decrementAndGet();
-      long now = System.nanoTime();
-      if (ar.failed()) {
-        deliveries.failed(id);
-        p.push.failed(BenchClient.failureKind(ar.cause()), String.valueOf(ar.cause()), now - due);
-        return;
-      }
-      Answer a = ar.result();
-      String status;
-      if (!a.ok()) {
-        status = BenchClient.statusKind(a);
-      } else {
-        try {
-          JsonNode res = a.json().path("results").path(0);
-          status = res.path("status").asText("no status");
-        } catch (RuntimeException e) {
-          status = "unreadable answer";
-        }
-      }
-      if (status.equals("accepted")) {
-        p.push.ok(now - due, now);
-        deliveries.answered(id, now);
-      } else {
-        deliveries.failed(id);
-        p.push.failed(status.replaceAll(" for bh\\d+$", ""), a.text(), now - due);
-      }
+      PushAckAnswers.push(p.push, deliveries, id, due, ar);
     });
   }
 }

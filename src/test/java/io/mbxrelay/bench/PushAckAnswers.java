@@ -1,0 +1,68 @@
+package io.mbxrelay.bench;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.mbxrelay.bench.BenchClient.Answer;
+import io.vertx.core.AsyncResult;
+
+/**
+ * How the waiting-host workloads ({@link LongPollWorkload}, {@link HostsWorkload}) count one push's and one ack's
+ * answer: written once for both. Safe on any thread (the counters are).
+ */
+final class PushAckAnswers {
+  private PushAckAnswers() {}
+
+  /**
+   * Counts a single-item push's answer and tells the delivery tracker what became of the item.
+   *
+   * @param op the phase's push counter
+   * @param deliveries the tracker the item was {@code sent} to
+   * @param id the item id
+   * @param due when the push was scheduled ({@link System#nanoTime()}): latency counts from then
+   * @param ar the answer, or the failure to get one
+   */
+  static void push(BenchStats.Op op, Deliveries deliveries, String id, long due, AsyncResult<Answer> ar) {
+    long now = System.nanoTime();
+    if (ar.failed()) {
+      deliveries.failed(id);
+      op.failed(BenchClient.failureKind(ar.cause()), String.valueOf(ar.cause()), now - due);
+      return;
+    }
+    Answer a = ar.result();
+    String status;
+    if (!a.ok()) {
+      status = BenchClient.statusKind(a);
+    } else {
+      try {
+        JsonNode res = a.json().path("results").path(0);
+        status = res.path("status").asText("no status");
+      } catch (RuntimeException e) {
+        status = "unreadable answer";
+      }
+    }
+    if (status.equals("accepted")) {
+      op.ok(now - due, now);
+      deliveries.answered(id, now);
+    } else {
+      deliveries.failed(id);
+      op.failed(status.replaceAll(" for bh\\d+$", ""), a.text(), now - due);
+    }
+  }
+
+  /**
+   * Counts an ack's answer.
+   *
+   * @param op the phase's ack counter
+   * @param start when the ack was sent ({@link System#nanoTime()})
+   * @param ar the answer, or the failure to get one
+   */
+  static void ack(BenchStats.Op op, long start, AsyncResult<Answer> ar) {
+    long now = System.nanoTime();
+    if (ar.failed()) {
+      op.failed(BenchClient.failureKind(ar.cause()), String.valueOf(ar.cause()), now - start);
+    } else if (!ar.result().ok()) {
+      op.failed(BenchClient.statusKind(ar.result()), ar.result().text(), now - start);
+    } else {
+      op.ok(now - start, now);
+    }
+  }
+}
