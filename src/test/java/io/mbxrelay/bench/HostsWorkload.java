@@ -423,17 +423,6 @@ final class HostsWorkload {
   }
 
   private void push(long due) {
-    Phase p = phase;
-    ThreadLocalRandom r = ThreadLocalRandom.current();
-    Host sender = senders.get(r.nextInt(senders.size()));
-    Host target = targets.get(r.nextInt(targets.size()));
-    String id = BenchItems.newId();
-    byte[] body = s.items().pushBody(List.of(new BenchItems.Target(id, target.pub())));
-    deliveries.sent(id, due);
-    pushesInFlight.incrementAndGet();
-    s.client().sendPush(HttpMethod.POST, "/v2/relay/items", body, sender, PUSH_TIMEOUT_MS).onComplete(ar -> {
-      pushesInFlight.decrementAndGet();
-      PushAckAnswers.push(p.push, deliveries, id, due, ar);
-    });
+    PushAckAnswers.sendOne(s, senders, targets, deliveries, phase.push, pushesInFlight, due, PUSH_TIMEOUT_MS);
   }
 }

@@ -12,6 +12,36 @@ final class PushAckAnswers {
   private PushAckAnswers() {}
 
   /**
+   * Sends one single-item push from a random sender to a random target over the client's push pool and counts its
+   * answer ({@link #push(BenchStats.Op, Deliveries, String, long, AsyncResult)}).
+   *
+   * @param s the bench setup (client, items, epoch)
+   * @param senders the hosts that push
+   * @param targets the hosts pushed to
+   * @param deliveries the delivery tracker
+   * @param op the phase's push counter
+   * @param inFlight pushes sent and not yet answered (raised now, lowered at the answer)
+   * @param due when the push was scheduled ({@link System#nanoTime()})
+   * @param timeoutMs the request's timeout
+   */
+  static void sendOne(HostedRelayBench.Setup s, java.util.List<BenchHosts.Host> senders,
+      java.util.List<BenchHosts.Host> targets, Deliveries deliveries, BenchStats.Op op,
+      java.util.concurrent.atomic.AtomicInteger inFlight, long due, long timeoutMs) {
+    java.util.concurrent.ThreadLocalRandom r = java.util.concurrent.ThreadLocalRandom.current();
+    BenchHosts.Host sender = senders.get(r.nextInt(senders.size()));
+    BenchHosts.Host target = targets.get(r.nextInt(targets.size()));
+    String id = BenchItems.newId();
+    byte[] body = s.items().pushBody(java.util.List.of(new BenchItems.Target(id, target.pub())));
+    deliveries.sent(id, due);
+    inFlight.incrementAndGet();
+    s.client().sendPush(io.vertx.core.http.HttpMethod.POST, "/v2/relay/items", body, sender, timeoutMs)
+        .onComplete(ar -> {
+          inFlight.decrementAndGet();
+          push(op, deliveries, id, due, ar);
+        });
+  }
+
+  /**
    * Counts a single-item push's answer and tells the delivery tracker what became of the item.
    *
    * @param op the phase's push counter
