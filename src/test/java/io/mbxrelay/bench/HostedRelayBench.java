@@ -18,8 +18,9 @@ import java.util.stream.Stream;
  * <ul>
  *   <li>{@code pulls} ({@link PullsWorkload}): {@code --hosts} targets and 4 senders; open-loop single-item pushes
  *       at {@code --push-rate} to random targets and signed pulls of random targets at {@code --pull-rate}, each pull
- *       that brought items followed by its ack; push/pull/ack latency percentiles (ms, from the scheduled start),
- *       throughput, errors, end-to-end delivery, generator lag and CPU, the relay's RSS and CPU.
+ *       that brought items followed by its ack; every push and pull of a phase built and signed before its timer
+ *       starts; push/pull/ack latency percentiles (ms, from the scheduled start), throughput, errors, end-to-end
+ *       delivery, generator lag, the generator's and the relay's CPU side by side, the relay's RSS.
  *   <li>{@code longpoll} ({@link LongPollWorkload}): every host holds a {@code wait=25} pull open; pushes at
  *       {@code --push-rate}; latency from the push's answer to the pull answer that carried the item, and how many
  *       pulls the relay held waiting ({@code mbxrelay_pull_waiting}).
@@ -94,8 +95,15 @@ public final class HostedRelayBench {
     /** Extra environment for a started relay ({@code --relay-env K=V}, repeatable), e.g. to try a config knob. */
     final Map<String, String> relayEnv = new LinkedHashMap<>();
 
+    /** Generator event loops ({@code --event-loops}): 1 for pulls, else one per core. */
+    Integer eventLoops;
+
     double pushRate() {
       return pushRate != null ? pushRate : mode.equals("longpoll") ? 200 : mode.equals("hosts") ? 500 : 1000;
+    }
+
+    int eventLoops() {
+      return eventLoops != null ? eventLoops : mode.equals("pulls") ? 1 : Runtime.getRuntime().availableProcessors();
     }
   }
 
@@ -119,6 +127,8 @@ public final class HostedRelayBench {
         --relay-env K=V    extra MBX_RELAY_* variable for the started relay (repeatable), e.g. to try a knob
         --enrol-concurrency N  enrolments in flight (32)
         --max-inflight N   pulls mode: requests in flight before the generator counts "not sent" (4096)
+        --event-loops N    the generator's Vert.x event loops (pulls 1: less generator CPU per request than one per
+                           core; other modes one per core)
         --store DIR        the relay's store dir (kept; reuses DIR/bench-hosts.txt enrolments); default a temp dir,
                            removed after; required by fill
       """;
@@ -176,6 +186,7 @@ public final class HostedRelayBench {
         case "--store" -> o.store = Path.of(v).toAbsolutePath();
         case "--enrol-concurrency" -> o.enrolConcurrency = Integer.parseInt(v);
         case "--max-inflight" -> o.maxInflight = Integer.parseInt(v);
+        case "--event-loops" -> o.eventLoops = Integer.parseInt(v);
         case "--connection" -> {
           if (!v.equals("keep-alive") && !v.equals("close")) {
             throw new IllegalArgumentException("--connection wants keep-alive or close");
@@ -186,8 +197,14 @@ public final class HostedRelayBench {
         default -> throw new IllegalArgumentException("unknown option " + k);
       }
     }
-    if (o.hosts < 1 || o.seconds < 1 || o.warmup < 0 || o.senders < 1 || o.batch < 1 || o.items < 0) {
-      throw new IllegalArgumentException("--hosts, --seconds, --senders, --batch must be > 0, --warmup/--items >= 0");
+    if (o.hosts < 1 || o.seconds < 1 || o.warmup < 0 || o.senders < 1 || o.batch < 1 || o.items < 0
+        || (o.eventLoops != null && o.eventLoops < 1)) {
+      throw new IllegalArgumentException("--hosts, --seconds, --senders, --batch, --event-loops must be > 0,"
+          + " --warmup/--items >= 0");
+    }
+    if (o.mode.equals("pulls") && Math.max(o.seconds, o.warmup) > PullsWorkload.MAX_PHASE_SECONDS) {
+      throw new IllegalArgumentException("pulls: --seconds and --warmup at most " + PullsWorkload.MAX_PHASE_SECONDS
+          + " (every request of a phase is signed before it starts; the relay refuses a hop ts older than 300 s)");
     }
     if (o.mode.equals("fill") && o.store == null) {
       throw new IllegalArgumentException("fill needs --store DIR (the store is kept there)");
@@ -250,7 +267,7 @@ public final class HostedRelayBench {
           adminValue(relay[0].adminUrl(), "mbxrelay_http_connections_max"));
     }
     try (BenchClient client = new BenchClient(url, pool, o.mode.equals("hosts") ? PUSH_CONNECTIONS : 0,
-        o.keepAlive)) {
+        o.keepAlive, o.eventLoops())) {
       JsonNode info = client.info();
       String epoch = info.get("epoch").asText();
       int waitMax = info.path("features").path("pull_wait_max_seconds").asInt(0);
@@ -367,10 +384,42 @@ public final class HostedRelayBench {
     return jar;
   }
 
-  /** CPU time of this JVM (the generator) so far, ns. */
+  /**
+   * CPU time of this JVM (the generator) so far, ns: user + system of every thread from {@code /proc/self/stat}, as the
+   * relay's is read from {@code /proc/PID/stat}; the JVM's own figure where there is no {@code /proc}.
+   */
   static long generatorCpuNanos() {
+    double s = BenchRelayProcess.cpuSeconds("self");
+    if (!Double.isNaN(s)) {
+      return (long) (s * 1e9);
+    }
     return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
         .getProcessCpuTime();
+  }
+
+  /**
+   * Waits (10 s at most) until the JIT has worked off what a preparation queued (Jackson, Ed25519 and the request
+   * builders keep the compiler threads busy for a while): the total compilation time still for 400 ms. Returns the
+   * seconds waited.
+   */
+  static double settleJit() throws InterruptedException {
+    long t0 = System.nanoTime();
+    var jit = ManagementFactory.getCompilationMXBean();
+    if (jit == null || !jit.isCompilationTimeMonitoringSupported()) {
+      Thread.sleep(1000);
+    } else {
+      long last = jit.getTotalCompilationTime();
+      long quiet = System.nanoTime();
+      while (System.nanoTime() - t0 < 10_000_000_000L && System.nanoTime() - quiet < 400_000_000L) {
+        Thread.sleep(50);
+        long now = jit.getTotalCompilationTime();
+        if (now != last) {
+          last = now;
+          quiet = System.nanoTime();
+        }
+      }
+    }
+    return (System.nanoTime() - t0) / 1e9;
   }
 
   /** Relay CPU and memory over a measured window, one line; "" when the relay is not ours. */
