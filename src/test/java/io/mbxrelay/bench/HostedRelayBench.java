@@ -24,9 +24,10 @@ import java.util.stream.Stream;
  *   <li>{@code longpoll} ({@link LongPollWorkload}): every host holds a {@code wait=25} pull open; pushes at
  *       {@code --push-rate}; latency from the push's answer to the pull answer that carried the item, and how many
  *       pulls the relay held waiting ({@code mbxrelay_pull_waiting}).
- *   <li>{@code hosts} ({@link HostsWorkload}, issue 18 goal 4): as many long-polling hosts as the file limits allow,
- *       started in stages with the relay's RSS and heap per waiting host, pushes to random hosts, then a relay restart
- *       with every host reconnecting at once; {@code --connection close} for a new connection per request.
+ *   <li>{@code hosts} ({@link HostsWorkload}, issue 18 goal 4): long-polling hosts started in stages with the relay's
+ *       RSS and heap per waiting host, pushes to random hosts, then a relay restart with every host reconnecting at
+ *       once; {@code --connection close} for a new connection per request. Hosts beyond what this process's file
+ *       limit holds run in child JVMs ({@link HostProcesses}).
  *   <li>{@code fill} ({@link FillWorkload}): pushes {@code --items} ~1 KiB items over {@code --hosts} hosts into
  *       {@code --store DIR} as fast as it takes them, keeps the store and the hosts' test keys
  *       ({@code DIR/bench-hosts.txt}) for later runs with {@code --store DIR}, then restarts the relay and times it
@@ -43,7 +44,8 @@ import java.util.stream.Stream;
  * <p>File limits (issue 18 goal 4): the relay child and this generator are separate processes, each with its own
  * open-file limit ({@code ulimit -n}, 20,000 here). Before a {@code longpoll} or {@code hosts} run the generator reads
  * its own limit and the descriptors it already has open, and holds at most that many less {@link #GENERATOR_RESERVE}
- * connections (pulls plus the push pool); more {@code --hosts} than that are cut to it, and it says so. Running into
+ * connections (pulls plus the push pool); {@code longpoll} cuts more {@code --hosts} than that to it, {@code hosts}
+ * splits them over child JVMs ({@link #fileLimitCheck}), and either says so. Running into
  * the limit made the generator fail to open even its own class files (the {@code NoClassDefFoundError}s of a
  * 30,000-host run). The relay's own cap ({@code http.maxConnections}, by default its limit less
  * {@code http.reservedFiles}) is printed from its metrics; hosts over it are answered 503 + {@code Retry-After}.
@@ -55,6 +57,8 @@ public final class HostedRelayBench {
   static final int GENERATOR_RESERVE = 300;
   /** Connections of the push pool in the hosts workload. */
   static final int PUSH_CONNECTIONS = 256;
+  /** Most child JVMs the hosts workload splits its hosts over. */
+  static final int MAX_HOST_PROCESSES = 8;
 
   /** Environment for a relay started by the benchmark: limits a benchmark must not hit. */
   static final Map<String, String> RELAY_ENV = Map.ofEntries(
@@ -92,6 +96,10 @@ public final class HostedRelayBench {
     int maxInflight = 4096;
     boolean keepAlive = true;
     boolean noRestart;
+    /** hosts mode: at most this many waiting hosts per generator process ({@code --hosts-per-process}), 0 = the limit. */
+    int hostsPerProcess;
+    /** hosts mode: child JVMs holding the hosts (set by {@link #fileLimitCheck}); 0 = the hosts run in this process. */
+    int hostProcesses;
     /** Extra environment for a started relay ({@code --relay-env K=V}, repeatable), e.g. to try a config knob. */
     final Map<String, String> relayEnv = new LinkedHashMap<>();
 
@@ -116,6 +124,8 @@ public final class HostedRelayBench {
         --pull-rate R      pulls per second, pulls mode (1000)
         --wait S           long-poll wait per pull, longpoll and hosts modes (25)
         --connection C     keep-alive (default) or close: connection: close on every request (hosts mode)
+        --hosts-per-process N  hosts mode: at most N waiting hosts per generator process (default: what its file limit
+                           allows); more hosts are split over child JVMs, e.g. to check the split with a small run
         --no-restart true  hosts mode: skip the restart and reconnect storm
         --items N          items to push, fill mode (1000000)
         --item-bytes B     size of one item's wire bytes (1024)
@@ -194,13 +204,14 @@ public final class HostedRelayBench {
           o.keepAlive = v.equals("keep-alive");
         }
         case "--no-restart" -> o.noRestart = Boolean.parseBoolean(v);
+        case "--hosts-per-process" -> o.hostsPerProcess = Integer.parseInt(v);
         default -> throw new IllegalArgumentException("unknown option " + k);
       }
     }
     if (o.hosts < 1 || o.seconds < 1 || o.warmup < 0 || o.senders < 1 || o.batch < 1 || o.items < 0
-        || (o.eventLoops != null && o.eventLoops < 1)) {
+        || o.hostsPerProcess < 0 || (o.eventLoops != null && o.eventLoops < 1)) {
       throw new IllegalArgumentException("--hosts, --seconds, --senders, --batch, --event-loops must be > 0,"
-          + " --warmup/--items >= 0");
+          + " --warmup/--items/--hosts-per-process >= 0");
     }
     if (o.mode.equals("pulls") && Math.max(o.seconds, o.warmup) > PullsWorkload.MAX_PHASE_SECONDS) {
       throw new IllegalArgumentException("pulls: --seconds and --warmup at most " + PullsWorkload.MAX_PHASE_SECONDS
@@ -257,7 +268,8 @@ public final class HostedRelayBench {
     }
     int pool = switch (o.mode) {
       case "longpoll" -> o.hosts + PUSH_CONNECTIONS;
-      case "hosts" -> o.hosts;
+      // with hosts processes this process only enrols them
+      case "hosts" -> o.hostProcesses > 0 ? o.enrolConcurrency : o.hosts;
       case "fill" -> o.senders * 2 + 16;
       default -> 1024;
     };
@@ -308,8 +320,13 @@ public final class HostedRelayBench {
   }
 
   /**
-   * The generator's side of the file limits: its own limit less what it has open and {@link #GENERATOR_RESERVE} is
-   * what it may hold; {@code o.hosts} (and the push pool) is cut to fit, with a line that says what the limit allows.
+   * The generator's side of the file limits: its own limit less what it has open, {@link #GENERATOR_RESERVE} and the
+   * push pool is what this process may hold ({@link HostsProcess#allowed}: with {@code connection: close} a quarter of
+   * it is kept back for closing sockets). {@code longpoll} cuts {@code o.hosts} to that. {@code hosts} instead splits
+   * the hosts over child JVMs ({@code o.hostProcesses}, {@link HostProcesses}) when they do not fit (or when
+   * {@code --hosts-per-process} asks for fewer per process): each child has its own limit and no push pool, and is
+   * taken to start with as many files open as this process has now; at most {@link #MAX_HOST_PROCESSES} children.
+   * Prints what the limit allows and what it does.
    */
   static void fileLimitCheck(Options o) {
     long limit = -1;
@@ -319,19 +336,37 @@ public final class HostedRelayBench {
       open = u.getOpenFileDescriptorCount();
     }
     if (limit <= 0) {
-      System.out.println("file limit: unknown (not a Unix JVM); --hosts taken as given");
+      System.out.println("file limit: unknown (not a Unix JVM); --hosts taken as given, in this process");
       return;
     }
-    long allowed = limit - open - GENERATOR_RESERVE - PUSH_CONNECTIONS;
-    if (!o.keepAlive) {
-      // connection: close: a host's closing socket still holds its descriptor while its next request opens another
-      // (a 19,000-host run reached the limit with 19,158 open and failed to load its own classes): keep a quarter back
-      allowed = allowed * 3 / 4;
-    }
+    long allowed = HostsProcess.allowed(limit - PUSH_CONNECTIONS, open, o.keepAlive);
     System.out.printf(Locale.ROOT, "file limit: %d open files per process (ulimit -n; the relay child has its own);"
-            + " the generator has %d open, keeps %d back and %d for pushes%s: it can hold %d long-poll hosts%n",
+            + " the generator has %d open, keeps %d back and %d for pushes%s: one process can hold %d long-poll hosts%n",
         limit, open, GENERATOR_RESERVE, PUSH_CONNECTIONS, o.keepAlive ? "" : " and a quarter for closing sockets",
         allowed);
+    if (o.mode.equals("hosts")) {
+      long perChild = HostsProcess.allowed(limit, open, o.keepAlive);
+      if (o.hostsPerProcess > 0) {
+        perChild = Math.min(perChild, o.hostsPerProcess);
+      }
+      if (o.hosts <= allowed && o.hostsPerProcess == 0) {
+        System.out.printf(Locale.ROOT, "hosts: all %d in this process%n", o.hosts);
+        return;
+      }
+      perChild = Math.max(1, perChild);
+      if (o.hosts > perChild * MAX_HOST_PROCESSES) {
+        System.out.printf(Locale.ROOT, "file limit: --hosts %d cut to %d (%d hosts processes of %d)%n", o.hosts,
+            perChild * MAX_HOST_PROCESSES, MAX_HOST_PROCESSES, perChild);
+        o.hosts = (int) (perChild * MAX_HOST_PROCESSES);
+      }
+      o.hostProcesses = (int) ((o.hosts + perChild - 1) / perChild);
+      System.out.printf(Locale.ROOT, "hosts: split over %d hosts processes (child JVMs, each its own file limit; at most"
+              + " %d hosts each%s): %d to %d hosts each; this process keeps the pushes, the stages and the report%n",
+          o.hostProcesses, perChild, o.hostsPerProcess > 0 ? ", --hosts-per-process" : " with its reserve"
+              + (o.keepAlive ? "" : " and a quarter for closing sockets"), o.hosts / o.hostProcesses,
+          (o.hosts + o.hostProcesses - 1) / o.hostProcesses);
+      return;
+    }
     if (o.hosts > allowed) {
       System.out.printf(Locale.ROOT, "file limit: --hosts %d cut to %d (one connection per waiting host in this one"
           + " generator process)%n", o.hosts, allowed);
