@@ -141,6 +141,11 @@ public final class HostedRelayBench {
                            core; other modes one per core)
         --store DIR        the relay's store dir (kept; reuses DIR/bench-hosts.txt enrolments); default a temp dir,
                            removed after; required by fill
+      pulls: every push and pull of a phase is built and signed before its timer starts (a phase must start within 60 s
+      of that, and --seconds/--warmup are at most 230: the relay refuses a hop ts older than 300 s); acks are signed
+      when sent. hosts: hosts beyond one process's file limit are split over child JVMs of the generator.
+      issue 18 goal 4:  scripts/bench-hosted hosts --hosts 19000 --relay-opts -Xmx1g [--connection close]
+      issue 18 goal 5:  scripts/bench-hosted pulls --hosts 100000 --pull-rate 2000 --push-rate 2000 --relay-opts -Xmx1g
       """;
 
   public static void main(String[] args) throws Exception {
