@@ -30,7 +30,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongConsumer;
 
 /**
- * The load generator's HTTP side: one Vert.x instance with an event loop per core, one pooled keep-alive HTTP/1.1
+ * The load generator's HTTP side: one Vert.x instance with its event loops, one pooled keep-alive HTTP/1.1
  * {@link HttpClientAgent} towards the relay, signed hops built as docs/protocol.md §2 says (the fast
  * {@link HopText#signedBytes} text, BouncyCastle Ed25519 through {@link io.mbxrelay.crypto.Ed25519KeyPair}), the
  * enrolment calls of docs/protocol.md §4.1, and an open-loop scheduler that starts requests on a fixed timetable on the event
@@ -69,7 +69,7 @@ final class BenchClient implements AutoCloseable {
    * @param maxConnections pool size (HTTP/1.1 connections to the relay)
    */
   BenchClient(String baseUrl, int maxConnections) throws Exception {
-    this(baseUrl, maxConnections, 0, true);
+    this(baseUrl, maxConnections, 0, true, Runtime.getRuntime().availableProcessors());
   }
 
   /**
@@ -77,14 +77,15 @@ final class BenchClient implements AutoCloseable {
    * @param maxConnections pool size of the pulls (HTTP/1.1 connections to the relay)
    * @param pushConnections a separate pool for {@link #sendPush}, or 0 to share the pulls' pool
    * @param keepAlive false to send {@code connection: close} on every request (a new connection per request)
+   * @param eventLoops Vert.x event loops (threads) doing the HTTP work
    */
-  BenchClient(String baseUrl, int maxConnections, int pushConnections, boolean keepAlive) throws Exception {
+  BenchClient(String baseUrl, int maxConnections, int pushConnections, boolean keepAlive, int eventLoops)
+      throws Exception {
     this.keepAlive = keepAlive;
     URI u = URI.create(baseUrl);
     this.host = u.getHost();
     this.port = u.getPort() < 0 ? 80 : u.getPort();
-    int cores = Runtime.getRuntime().availableProcessors();
-    this.vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(cores).setWorkerPoolSize(1)
+    this.vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(eventLoops).setWorkerPoolSize(1)
         .setBlockedThreadCheckInterval(10).setBlockedThreadCheckIntervalUnit(TimeUnit.SECONDS));
     // keep-alive below the relay's idle timeout (75 s); no pipelining (one request per connection at a time)
     HttpClientOptions options = new HttpClientOptions().setKeepAlive(keepAlive).setKeepAliveTimeout(60)
@@ -100,7 +101,7 @@ final class BenchClient implements AutoCloseable {
         ctxs.add(context);
         return Future.succeededFuture();
       }
-    }, new DeploymentOptions().setInstances(cores)).await(30, TimeUnit.SECONDS);
+    }, new DeploymentOptions().setInstances(eventLoops)).await(30, TimeUnit.SECONDS);
     this.loops = List.copyOf(ctxs);
   }
 
@@ -110,7 +111,43 @@ final class BenchClient implements AutoCloseable {
   }
 
   /**
-   * Sends a request; call it on an event loop (the answer comes back on it).
+   * A request built and, when it has a signer, signed ahead of sending: what goes on the wire, fixed. A host's hop is
+   * fresh for {@link io.mbxrelay.crypto.HopText#MAX_SKEW_MS} after {@code ts}, so a prepared request must be sent well
+   * inside that.
+   *
+   * @param method GET or POST
+   * @param pathQuery path and raw query as on the request line
+   * @param body request body, or null (GET)
+   * @param key the signer's {@code x-mbx-key}, or null for an unsigned call
+   * @param ts the {@code x-mbx-ts} header (ms since the epoch when it was signed), or null
+   * @param sig the {@code x-mbx-sig} header, or null
+   */
+  record Prepared(HttpMethod method, String pathQuery, Buffer body, String key, String ts, String sig) {}
+
+  /**
+   * Builds a request and signs its hop now (docs/protocol.md §2: {@link HopText#signedBytes} of the method, the path
+   * with its raw query, the ts and the body, signed with the host's key). Safe on any thread.
+   *
+   * @param method GET or POST
+   * @param pathQuery path and raw query as on the request line
+   * @param body request body bytes, or null (GET)
+   * @param signer the host whose key signs the hop, or null for an unsigned call
+   * @return the request, ready for {@link #send(Prepared, long)}
+   */
+  static Prepared prepare(HttpMethod method, String pathQuery, byte[] body, BenchHosts.Host signer) {
+    Buffer b = body == null ? null : Buffer.buffer(body);
+    if (signer == null) {
+      return new Prepared(method, pathQuery, b, null, null, null);
+    }
+    String ts = Long.toString(System.currentTimeMillis());
+    int q = pathQuery.indexOf('?');
+    String signedPath = q < 0 ? pathQuery : HopText.signedPath(pathQuery.substring(0, q), pathQuery.substring(q + 1));
+    byte[] text = HopText.signedBytes(method.name(), signedPath, ts, body == null ? new byte[0] : body);
+    return new Prepared(method, pathQuery, b, signer.pub(), ts, signer.key().signB64(text));
+  }
+
+  /**
+   * Signs and sends a request; call it on an event loop (the answer comes back on it).
    *
    * @param method GET or POST
    * @param pathQuery path and raw query as on the request line
@@ -121,31 +158,36 @@ final class BenchClient implements AutoCloseable {
    * @return the answer (any status); fails only on transport errors and timeouts
    */
   Future<Answer> send(HttpMethod method, String pathQuery, byte[] body, BenchHosts.Host signer, long timeoutMs) {
-    return send(http, method, pathQuery, body, signer, timeoutMs);
+    return send(http, prepare(method, pathQuery, body, signer), timeoutMs);
   }
 
   /** As {@link #send(HttpMethod, String, byte[], BenchHosts.Host, long)} through the push pool. */
   Future<Answer> sendPush(HttpMethod method, String pathQuery, byte[] body, BenchHosts.Host signer, long timeoutMs) {
-    return send(pushHttp, method, pathQuery, body, signer, timeoutMs);
+    return send(pushHttp, prepare(method, pathQuery, body, signer), timeoutMs);
   }
 
-  private Future<Answer> send(HttpClientAgent agent, HttpMethod method, String pathQuery, byte[] body,
-      BenchHosts.Host signer, long timeoutMs) {
-    RequestOptions o = new RequestOptions().setMethod(method).setHost(host).setPort(port).setURI(pathQuery)
+  /**
+   * Sends a request {@link #prepare prepared} earlier, exactly as prepared (no signing now); call it on an event loop.
+   *
+   * @param r the request
+   * @param timeoutMs as for {@link #send(HttpMethod, String, byte[], BenchHosts.Host, long)}, ms
+   * @return the answer (any status); fails only on transport errors and timeouts
+   */
+  Future<Answer> send(Prepared r, long timeoutMs) {
+    return send(http, r, timeoutMs);
+  }
+
+  private Future<Answer> send(HttpClientAgent agent, Prepared r, long timeoutMs) {
+    RequestOptions o = new RequestOptions().setMethod(r.method()).setHost(host).setPort(port).setURI(r.pathQuery())
         .setIdleTimeout(timeoutMs).setConnectTimeout(timeoutMs);
-    if (body != null) {
+    if (r.body() != null) {
       o.putHeader("content-type", "application/json");
     }
-    if (signer != null) {
-      String ts = Long.toString(System.currentTimeMillis());
-      int q = pathQuery.indexOf('?');
-      String signedPath = q < 0 ? pathQuery : HopText.signedPath(pathQuery.substring(0, q), pathQuery.substring(q + 1));
-      byte[] text = HopText.signedBytes(method.name(), signedPath, ts, body == null ? new byte[0] : body);
-      o.putHeader("x-mbx-key", signer.pub()).putHeader("x-mbx-ts", ts)
-          .putHeader("x-mbx-sig", signer.key().signB64(text));
+    if (r.key() != null) {
+      o.putHeader("x-mbx-key", r.key()).putHeader("x-mbx-ts", r.ts()).putHeader("x-mbx-sig", r.sig());
     }
     return agent.request(o)
-        .compose(req -> body == null ? req.send() : req.send(Buffer.buffer(body)))
+        .compose(req -> r.body() == null ? req.send() : req.send(r.body()))
         .compose(resp -> resp.body().map(b -> new Answer(resp.statusCode(), b, resp.getHeader("retry-after"))));
   }
 
@@ -272,6 +314,22 @@ final class BenchClient implements AutoCloseable {
       }.tick());
     }
     return Future.all(parts).mapEmpty();
+  }
+
+  /**
+   * How many calls {@link #openLoop} makes for a timetable of {@code spanNanos} at {@code rate} per second (the same
+   * arithmetic), e.g. to prepare that many requests.
+   */
+  static int openLoopCount(double rate, long spanNanos) {
+    if (rate <= 0) {
+      return 0;
+    }
+    double step = 1e9 / rate;
+    int n = 0;
+    while ((long) (n * step) < spanNanos) {
+      n++;
+    }
+    return n;
   }
 
   /** A short class of a transport failure: {@code timeout}, {@code connection closed}, {@code connect}, or the type. */

@@ -211,8 +211,17 @@ final class BenchRelayProcess implements AutoCloseable {
 
   /** CPU time (user + system) used by the child so far, seconds, or NaN. */
   double cpuSeconds() {
+    return cpuSeconds(Long.toString(process.pid()));
+  }
+
+  /**
+   * CPU time (user + system, every thread) a process used so far, from {@code /proc/PID/stat} (Linux), seconds, or NaN.
+   *
+   * @param pid a process id, or {@code self} for this JVM
+   */
+  static double cpuSeconds(String pid) {
     try {
-      String stat = Files.readString(Path.of("/proc/" + process.pid() + "/stat"));
+      String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
       String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
       // after "pid (comm) ": state is field 3, so utime (14) and stime (15) are at 11 and 12
       return (Long.parseLong(f[11]) + Long.parseLong(f[12])) / (double) CLOCK_TICKS;

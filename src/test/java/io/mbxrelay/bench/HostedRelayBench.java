@@ -18,14 +18,16 @@ import java.util.stream.Stream;
  * <ul>
  *   <li>{@code pulls} ({@link PullsWorkload}): {@code --hosts} targets and 4 senders; open-loop single-item pushes
  *       at {@code --push-rate} to random targets and signed pulls of random targets at {@code --pull-rate}, each pull
- *       that brought items followed by its ack; push/pull/ack latency percentiles (ms, from the scheduled start),
- *       throughput, errors, end-to-end delivery, generator lag and CPU, the relay's RSS and CPU.
+ *       that brought items followed by its ack; every push and pull of a phase built and signed before its timer
+ *       starts; push/pull/ack latency percentiles (ms, from the scheduled start), throughput, errors, end-to-end
+ *       delivery, generator lag, the generator's and the relay's CPU side by side, the relay's RSS.
  *   <li>{@code longpoll} ({@link LongPollWorkload}): every host holds a {@code wait=25} pull open; pushes at
  *       {@code --push-rate}; latency from the push's answer to the pull answer that carried the item, and how many
  *       pulls the relay held waiting ({@code mbxrelay_pull_waiting}).
- *   <li>{@code hosts} ({@link HostsWorkload}, issue 18 goal 4): as many long-polling hosts as the file limits allow,
- *       started in stages with the relay's RSS and heap per waiting host, pushes to random hosts, then a relay restart
- *       with every host reconnecting at once; {@code --connection close} for a new connection per request.
+ *   <li>{@code hosts} ({@link HostsWorkload}, issue 18 goal 4): long-polling hosts started in stages with the relay's
+ *       RSS and heap per waiting host, pushes to random hosts, then a relay restart with every host reconnecting at
+ *       once; {@code --connection close} for a new connection per request. Hosts beyond what this process's file
+ *       limit holds run in child JVMs ({@link HostProcesses}).
  *   <li>{@code fill} ({@link FillWorkload}): pushes {@code --items} ~1 KiB items over {@code --hosts} hosts into
  *       {@code --store DIR} as fast as it takes them, keeps the store and the hosts' test keys
  *       ({@code DIR/bench-hosts.txt}) for later runs with {@code --store DIR}, then restarts the relay and times it
@@ -42,7 +44,8 @@ import java.util.stream.Stream;
  * <p>File limits (issue 18 goal 4): the relay child and this generator are separate processes, each with its own
  * open-file limit ({@code ulimit -n}, 20,000 here). Before a {@code longpoll} or {@code hosts} run the generator reads
  * its own limit and the descriptors it already has open, and holds at most that many less {@link #GENERATOR_RESERVE}
- * connections (pulls plus the push pool); more {@code --hosts} than that are cut to it, and it says so. Running into
+ * connections (pulls plus the push pool); {@code longpoll} cuts more {@code --hosts} than that to it, {@code hosts}
+ * splits them over child JVMs ({@link #fileLimitCheck}), and either says so. Running into
  * the limit made the generator fail to open even its own class files (the {@code NoClassDefFoundError}s of a
  * 30,000-host run). The relay's own cap ({@code http.maxConnections}, by default its limit less
  * {@code http.reservedFiles}) is printed from its metrics; hosts over it are answered 503 + {@code Retry-After}.
@@ -54,6 +57,8 @@ public final class HostedRelayBench {
   static final int GENERATOR_RESERVE = 300;
   /** Connections of the push pool in the hosts workload. */
   static final int PUSH_CONNECTIONS = 256;
+  /** Most child JVMs the hosts workload splits its hosts over. */
+  static final int MAX_HOST_PROCESSES = 8;
 
   /** Environment for a relay started by the benchmark: limits a benchmark must not hit. */
   static final Map<String, String> RELAY_ENV = Map.ofEntries(
@@ -91,11 +96,22 @@ public final class HostedRelayBench {
     int maxInflight = 4096;
     boolean keepAlive = true;
     boolean noRestart;
+    /** hosts mode: at most this many waiting hosts per generator process ({@code --hosts-per-process}), 0 = the limit. */
+    int hostsPerProcess;
+    /** hosts mode: child JVMs holding the hosts (set by {@link #fileLimitCheck}); 0 = the hosts run in this process. */
+    int hostProcesses;
     /** Extra environment for a started relay ({@code --relay-env K=V}, repeatable), e.g. to try a config knob. */
     final Map<String, String> relayEnv = new LinkedHashMap<>();
 
+    /** Generator event loops ({@code --event-loops}): 1 for pulls, else one per core. */
+    Integer eventLoops;
+
     double pushRate() {
       return pushRate != null ? pushRate : mode.equals("longpoll") ? 200 : mode.equals("hosts") ? 500 : 1000;
+    }
+
+    int eventLoops() {
+      return eventLoops != null ? eventLoops : mode.equals("pulls") ? 1 : Runtime.getRuntime().availableProcessors();
     }
   }
 
@@ -108,6 +124,8 @@ public final class HostedRelayBench {
         --pull-rate R      pulls per second, pulls mode (1000)
         --wait S           long-poll wait per pull, longpoll and hosts modes (25)
         --connection C     keep-alive (default) or close: connection: close on every request (hosts mode)
+        --hosts-per-process N  hosts mode: at most N waiting hosts per generator process (default: what its file limit
+                           allows); more hosts are split over child JVMs, e.g. to check the split with a small run
         --no-restart true  hosts mode: skip the restart and reconnect storm
         --items N          items to push, fill mode (1000000)
         --item-bytes B     size of one item's wire bytes (1024)
@@ -119,8 +137,15 @@ public final class HostedRelayBench {
         --relay-env K=V    extra MBX_RELAY_* variable for the started relay (repeatable), e.g. to try a knob
         --enrol-concurrency N  enrolments in flight (32)
         --max-inflight N   pulls mode: requests in flight before the generator counts "not sent" (4096)
+        --event-loops N    the generator's Vert.x event loops (pulls 1: less generator CPU per request than one per
+                           core; other modes one per core)
         --store DIR        the relay's store dir (kept; reuses DIR/bench-hosts.txt enrolments); default a temp dir,
                            removed after; required by fill
+      pulls: every push and pull of a phase is built and signed before its timer starts (a phase must start within 60 s
+      of that, and --seconds/--warmup are at most 230: the relay refuses a hop ts older than 300 s); acks are signed
+      when sent. hosts: hosts beyond one process's file limit are split over child JVMs of the generator.
+      issue 18 goal 4:  scripts/bench-hosted hosts --hosts 19000 --relay-opts -Xmx1g [--connection close]
+      issue 18 goal 5:  scripts/bench-hosted pulls --hosts 100000 --pull-rate 2000 --push-rate 2000 --relay-opts -Xmx1g
       """;
 
   public static void main(String[] args) throws Exception {
@@ -176,6 +201,7 @@ public final class HostedRelayBench {
         case "--store" -> o.store = Path.of(v).toAbsolutePath();
         case "--enrol-concurrency" -> o.enrolConcurrency = Integer.parseInt(v);
         case "--max-inflight" -> o.maxInflight = Integer.parseInt(v);
+        case "--event-loops" -> o.eventLoops = Integer.parseInt(v);
         case "--connection" -> {
           if (!v.equals("keep-alive") && !v.equals("close")) {
             throw new IllegalArgumentException("--connection wants keep-alive or close");
@@ -183,11 +209,18 @@ public final class HostedRelayBench {
           o.keepAlive = v.equals("keep-alive");
         }
         case "--no-restart" -> o.noRestart = Boolean.parseBoolean(v);
+        case "--hosts-per-process" -> o.hostsPerProcess = Integer.parseInt(v);
         default -> throw new IllegalArgumentException("unknown option " + k);
       }
     }
-    if (o.hosts < 1 || o.seconds < 1 || o.warmup < 0 || o.senders < 1 || o.batch < 1 || o.items < 0) {
-      throw new IllegalArgumentException("--hosts, --seconds, --senders, --batch must be > 0, --warmup/--items >= 0");
+    if (o.hosts < 1 || o.seconds < 1 || o.warmup < 0 || o.senders < 1 || o.batch < 1 || o.items < 0
+        || o.hostsPerProcess < 0 || (o.eventLoops != null && o.eventLoops < 1)) {
+      throw new IllegalArgumentException("--hosts, --seconds, --senders, --batch, --event-loops must be > 0,"
+          + " --warmup/--items/--hosts-per-process >= 0");
+    }
+    if (o.mode.equals("pulls") && Math.max(o.seconds, o.warmup) > PullsWorkload.MAX_PHASE_SECONDS) {
+      throw new IllegalArgumentException("pulls: --seconds and --warmup at most " + PullsWorkload.MAX_PHASE_SECONDS
+          + " (every request of a phase is signed before it starts; the relay refuses a hop ts older than 300 s)");
     }
     if (o.mode.equals("fill") && o.store == null) {
       throw new IllegalArgumentException("fill needs --store DIR (the store is kept there)");
@@ -240,7 +273,8 @@ public final class HostedRelayBench {
     }
     int pool = switch (o.mode) {
       case "longpoll" -> o.hosts + PUSH_CONNECTIONS;
-      case "hosts" -> o.hosts;
+      // with hosts processes this process only enrols them
+      case "hosts" -> o.hostProcesses > 0 ? o.enrolConcurrency : o.hosts;
       case "fill" -> o.senders * 2 + 16;
       default -> 1024;
     };
@@ -250,7 +284,7 @@ public final class HostedRelayBench {
           adminValue(relay[0].adminUrl(), "mbxrelay_http_connections_max"));
     }
     try (BenchClient client = new BenchClient(url, pool, o.mode.equals("hosts") ? PUSH_CONNECTIONS : 0,
-        o.keepAlive)) {
+        o.keepAlive, o.eventLoops())) {
       JsonNode info = client.info();
       String epoch = info.get("epoch").asText();
       int waitMax = info.path("features").path("pull_wait_max_seconds").asInt(0);
@@ -291,8 +325,13 @@ public final class HostedRelayBench {
   }
 
   /**
-   * The generator's side of the file limits: its own limit less what it has open and {@link #GENERATOR_RESERVE} is
-   * what it may hold; {@code o.hosts} (and the push pool) is cut to fit, with a line that says what the limit allows.
+   * The generator's side of the file limits: its own limit less what it has open, {@link #GENERATOR_RESERVE} and the
+   * push pool is what this process may hold ({@link HostsProcess#allowed}: with {@code connection: close} a quarter of
+   * it is kept back for closing sockets). {@code longpoll} cuts {@code o.hosts} to that. {@code hosts} instead splits
+   * the hosts over child JVMs ({@code o.hostProcesses}, {@link HostProcesses}) when they do not fit (or when
+   * {@code --hosts-per-process} asks for fewer per process): each child has its own limit and no push pool, and is
+   * taken to start with as many files open as this process has now; at most {@link #MAX_HOST_PROCESSES} children.
+   * Prints what the limit allows and what it does.
    */
   static void fileLimitCheck(Options o) {
     long limit = -1;
@@ -302,19 +341,37 @@ public final class HostedRelayBench {
       open = u.getOpenFileDescriptorCount();
     }
     if (limit <= 0) {
-      System.out.println("file limit: unknown (not a Unix JVM); --hosts taken as given");
+      System.out.println("file limit: unknown (not a Unix JVM); --hosts taken as given, in this process");
       return;
     }
-    long allowed = limit - open - GENERATOR_RESERVE - PUSH_CONNECTIONS;
-    if (!o.keepAlive) {
-      // connection: close: a host's closing socket still holds its descriptor while its next request opens another
-      // (a 19,000-host run reached the limit with 19,158 open and failed to load its own classes): keep a quarter back
-      allowed = allowed * 3 / 4;
-    }
+    long allowed = HostsProcess.allowed(limit - PUSH_CONNECTIONS, open, o.keepAlive);
     System.out.printf(Locale.ROOT, "file limit: %d open files per process (ulimit -n; the relay child has its own);"
-            + " the generator has %d open, keeps %d back and %d for pushes%s: it can hold %d long-poll hosts%n",
+            + " the generator has %d open, keeps %d back and %d for pushes%s: one process can hold %d long-poll hosts%n",
         limit, open, GENERATOR_RESERVE, PUSH_CONNECTIONS, o.keepAlive ? "" : " and a quarter for closing sockets",
         allowed);
+    if (o.mode.equals("hosts")) {
+      long perChild = HostsProcess.allowed(limit, open, o.keepAlive);
+      if (o.hostsPerProcess > 0) {
+        perChild = Math.min(perChild, o.hostsPerProcess);
+      }
+      if (o.hosts <= allowed && o.hostsPerProcess == 0) {
+        System.out.printf(Locale.ROOT, "hosts: all %d in this process%n", o.hosts);
+        return;
+      }
+      perChild = Math.max(1, perChild);
+      if (o.hosts > perChild * MAX_HOST_PROCESSES) {
+        System.out.printf(Locale.ROOT, "file limit: --hosts %d cut to %d (%d hosts processes of %d)%n", o.hosts,
+            perChild * MAX_HOST_PROCESSES, MAX_HOST_PROCESSES, perChild);
+        o.hosts = (int) (perChild * MAX_HOST_PROCESSES);
+      }
+      o.hostProcesses = (int) ((o.hosts + perChild - 1) / perChild);
+      System.out.printf(Locale.ROOT, "hosts: split over %d hosts processes (child JVMs, each its own file limit; at most"
+              + " %d hosts each%s): %d to %d hosts each; this process keeps the pushes, the stages and the report%n",
+          o.hostProcesses, perChild, o.hostsPerProcess > 0 ? ", --hosts-per-process" : " with its reserve"
+              + (o.keepAlive ? "" : " and a quarter for closing sockets"), o.hosts / o.hostProcesses,
+          (o.hosts + o.hostProcesses - 1) / o.hostProcesses);
+      return;
+    }
     if (o.hosts > allowed) {
       System.out.printf(Locale.ROOT, "file limit: --hosts %d cut to %d (one connection per waiting host in this one"
           + " generator process)%n", o.hosts, allowed);
@@ -367,10 +424,42 @@ public final class HostedRelayBench {
     return jar;
   }
 
-  /** CPU time of this JVM (the generator) so far, ns. */
+  /**
+   * CPU time of this JVM (the generator) so far, ns: user + system of every thread from {@code /proc/self/stat}, as the
+   * relay's is read from {@code /proc/PID/stat}; the JVM's own figure where there is no {@code /proc}.
+   */
   static long generatorCpuNanos() {
+    double s = BenchRelayProcess.cpuSeconds("self");
+    if (!Double.isNaN(s)) {
+      return (long) (s * 1e9);
+    }
     return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
         .getProcessCpuTime();
+  }
+
+  /**
+   * Waits (10 s at most) until the JIT has worked off what a preparation queued (Jackson, Ed25519 and the request
+   * builders keep the compiler threads busy for a while): the total compilation time still for 400 ms. Returns the
+   * seconds waited.
+   */
+  static double settleJit() throws InterruptedException {
+    long t0 = System.nanoTime();
+    var jit = ManagementFactory.getCompilationMXBean();
+    if (jit == null || !jit.isCompilationTimeMonitoringSupported()) {
+      Thread.sleep(1000);
+    } else {
+      long last = jit.getTotalCompilationTime();
+      long quiet = System.nanoTime();
+      while (System.nanoTime() - t0 < 10_000_000_000L && System.nanoTime() - quiet < 400_000_000L) {
+        Thread.sleep(50);
+        long now = jit.getTotalCompilationTime();
+        if (now != last) {
+          last = now;
+          quiet = System.nanoTime();
+        }
+      }
+    }
+    return (System.nanoTime() - t0) / 1e9;
   }
 
   /** Relay CPU and memory over a measured window, one line; "" when the relay is not ours. */

@@ -1,8 +1,6 @@
 package io.mbxrelay.bench;
 
-import io.mbxrelay.bench.BenchClient.Answer;
 import io.mbxrelay.bench.BenchHosts.Host;
-import io.vertx.core.http.HttpMethod;
 import java.io.IOException;
 import java.net.HttpURLConnection;
 import java.net.URI;
@@ -13,8 +11,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
@@ -37,27 +33,52 @@ import java.util.concurrent.atomic.LongAdder;
  * <p>With {@code --connection close} every request carries {@code connection: close} (a new connection each time, as
  * the AgentMBX Node transport does). Pushes use their own small pool, so they never wait behind the pulls' connections.
  * Prints figures; asserts nothing.
+ *
+ * <p>The hosts' receive loops ({@link HostLoops}) run in this process when its open-file limit holds them all; else
+ * ({@link HostedRelayBench#fileLimitCheck}, or {@code --hosts-per-process}) they are split over child JVMs
+ * ({@link HostProcesses}, each a {@link HostsProcess}) that report what their loops see; this process keeps the stages,
+ * the memory figures, the pushes, the restart and the report either way.
  */
 final class HostsWorkload {
   private static final long PUSH_TIMEOUT_MS = 30_000;
-  private static final int PULL_LIMIT = 500;
   /** Receive loops started per second in a stage (each a page read and a hop check on the relay). */
   private static final double RAMP_PER_SECOND = 1000;
   static final int[] STAGES = {5_000, 10_000};
   static final int PROJECTED_HOSTS = 100_000;
 
+  /**
+   * The hosts' receive loops, wherever they run: hosts are numbered {@code 0 .. --hosts - 1} as in the target list.
+   * Methods are called from the workload's main thread.
+   */
+  interface HostsSide extends AutoCloseable {
+    /** Starts the loops of hosts {@code from} (inclusive) to {@code to} (exclusive), {@link #RAMP_PER_SECOND} in all. */
+    void start(int from, int to) throws Exception;
+
+    /** From now on a loop whose pull ends parks (the restart). */
+    void pause();
+
+    /** Loops parked so far (a child's figure may be up to 200 ms old). */
+    int parked();
+
+    /** Every parked loop pulls again at once; returns how many. */
+    int resume() throws Exception;
+
+    /** Pulls sent and not yet answered (a child's figure may be up to 200 ms old). */
+    int pullsInFlight();
+
+    /** Ends the loops (and the child processes). */
+    @Override
+    void close() throws Exception;
+  }
+
   private final HostedRelayBench.Setup s;
   private final List<Host> targets;
   private final List<Host> senders;
-  private final long[] cursor;
   private final int waitSeconds;
   private final Deliveries deliveries = new Deliveries();
-  private final AtomicInteger pullsInFlight = new AtomicInteger();
   private final AtomicInteger pushesInFlight = new AtomicInteger();
-  private volatile boolean stopping;
-  /** While true (the restart), a loop whose pull ends parks instead of pulling again. */
+  /** While true (the restart), pull errors are the storm's, not the phase's. */
   private volatile boolean paused;
-  private final ConcurrentLinkedQueue<Integer> parked = new ConcurrentLinkedQueue<>();
   private volatile Phase phase;
   /** Status of every pull answer during the reconnect storm: "200", "503 retry-after 5", "connect", … */
   private volatile Map<String, LongAdder> stormStatuses;
@@ -82,7 +103,6 @@ final class HostsWorkload {
     this.relay = relay;
     this.targets = s.hosts().targets;
     this.senders = s.hosts().senders;
-    this.cursor = new long[targets.size()];
     int max = s.pullWaitMax();
     this.waitSeconds = max > 0 ? Math.min(s.o().waitSeconds, max) : s.o().waitSeconds;
   }
@@ -91,6 +111,43 @@ final class HostsWorkload {
     return relay[0];
   }
 
+  /** What the loops see, into this workload's counters (from the event loops, or a child's reader thread). */
+  private final HostLoops.Sink sink = new HostLoops.Sink() {
+    @Override
+    public void pullAnswered(String status, String error, String sample, int items) {
+      storm(status);
+      Phase p = phase;
+      if (error != null) {
+        if (!paused) {
+          p.stats.error("pull: " + error, sample);
+        }
+      } else if (items == 0) {
+        p.emptyAnswers.increment();
+      } else {
+        p.pagesWithItems.increment();
+      }
+    }
+
+    @Override
+    public void pulled(String itemId, long atNanos) {
+      deliveries.pulled(itemId, atNanos);
+    }
+
+    @Override
+    public void ackAnswered(long startNanos, long nowNanos, String errorKind, String sample) {
+      BenchStats.Op ack = phase.ack;
+      if (errorKind == null) {
+        ack.ok(nowNanos - startNanos, nowNanos);
+      } else {
+        ack.failed(errorKind, sample, nowNanos - startNanos);
+      }
+    }
+  };
+
+  private HostsSide side;
+  /** The child JVMs when the hosts are split over them, else null. */
+  private HostProcesses processes;
+
   void run() throws Exception {
     HostedRelayBench.Options o = s.o();
     System.out.printf(Locale.ROOT, "hosts: %d hosts each holding a wait=%d pull; %s; push %.0f/s from %d senders;"
@@ -98,6 +155,21 @@ final class HostsWorkload {
         s.client().keepAlive ? "keep-alive" : "connection: close on every request", o.pushRate(), senders.size(),
         o.warmup, o.seconds);
     phase = new Phase(System.nanoTime(), 1);
+    if (o.hostProcesses > 0) {
+      processes = new HostProcesses(s, o.hostProcesses, waitSeconds, RAMP_PER_SECOND, sink);
+      side = processes;
+    } else {
+      side = new HostLoops(s.client(), targets, s.epoch(), waitSeconds, RAMP_PER_SECOND, sink);
+    }
+    try {
+      runStages();
+    } finally {
+      side.close();
+    }
+  }
+
+  private void runStages() throws Exception {
+    HostedRelayBench.Options o = s.o();
     List<double[]> marks = new ArrayList<>(); // hosts, rss MiB, heap MiB
     marks.add(memory(0)); // hosts, rss, live heap, outside the heap
     int startedLoops = 0;
@@ -110,7 +182,7 @@ final class HostsWorkload {
     stages.add(targets.size());
     for (int stage : stages) {
       long t0 = System.nanoTime();
-      startLoops(startedLoops, stage);
+      side.start(startedLoops, stage);
       startedLoops = stage;
       double waiting = awaitWaiting(stage, 120);
       System.out.printf(Locale.ROOT, "stage %,d hosts: loops started and %.0f waits held in %.1f s; %s%n", stage,
@@ -126,7 +198,8 @@ final class HostsWorkload {
           w.push.ok.getTotalCount(), w.ack.ok.getTotalCount(), w.stats.errorCounts());
     }
     double relayCpu0 = relay() == null ? 0 : relay().cpuSeconds();
-    long cpu0 = HostedRelayBench.generatorCpuNanos();
+    double cpu0 = HostedRelayBench.generatorCpuNanos() / 1e9;
+    double childCpu0 = processes == null ? 0 : processes.cpuSeconds();
     long wall0 = System.nanoTime();
     Phase p = pushPhase(o.seconds);
     long until = System.nanoTime() + 5_000_000_000L;
@@ -134,7 +207,8 @@ final class HostsWorkload {
       Thread.sleep(20);
     }
     double wall = (System.nanoTime() - wall0) / 1e9;
-    double genCores = (HostedRelayBench.generatorCpuNanos() - cpu0) / 1e9 / wall;
+    double ownCpu = HostedRelayBench.generatorCpuNanos() / 1e9 - cpu0;
+    double childCpu = processes == null ? 0 : processes.cpuSeconds() - childCpu0;
     System.out.printf(Locale.ROOT, "== hosts: %d hosts waiting, wait=%d s, push %.0f/s, %d s measured, %s%n",
         targets.size(), waitSeconds, o.pushRate(), o.seconds, s.client().keepAlive ? "keep-alive" : "connection: close");
     System.out.println(deliveries.summary("push answer → pull answer"));
@@ -145,26 +219,14 @@ final class HostsWorkload {
         metric("mbxrelay_pull_waiting"), fmt(metric("mbxrelay_http_connections_open")),
         fmt(metric("mbxrelay_http_connections_refused_total")));
     System.out.println(p.stats.errorSummary());
-    System.out.printf(Locale.ROOT, "generator: CPU %.2f cores over %.0f s%n", genCores, wall);
+    System.out.printf(Locale.ROOT, "generator: CPU %.2f cores over %.0f s%s%n", (ownCpu + childCpu) / wall, wall,
+        processes == null ? "" : String.format(Locale.ROOT, " (this process %.2f, its %d hosts processes %.2f)",
+            ownCpu / wall, processes.size(), childCpu / wall));
     System.out.println(HostedRelayBench.relayLine(relay(), relayCpu0, wall));
 
     if (relay() != null && !o.noRestart) {
       restartStorm();
     }
-    stopping = true;
-  }
-
-  /** Starts the receive loops of hosts {@code from} (inclusive) to {@code to} (exclusive), spread over the loops. */
-  private void startLoops(int from, int to) throws Exception {
-    AtomicInteger next = new AtomicInteger(from);
-    long start = System.nanoTime();
-    long end = start + (long) ((to - from) / RAMP_PER_SECOND * 1e9) + 1_000_000;
-    s.client().openLoop(RAMP_PER_SECOND, start, end, due -> {
-      int t = next.getAndIncrement();
-      if (t < to) {
-        pull(t);
-      }
-    }).await(600, TimeUnit.SECONDS);
   }
 
   /** Waits until the relay holds {@code n} waits (at least 99.5 %), at most {@code seconds}; returns the gauge. */
@@ -242,7 +304,7 @@ final class HostsWorkload {
       if (k % 10 == 0 && k < seconds) {
         System.out.printf(Locale.ROOT, "  [%3d s] pushes %d, pages with items %d, empty %d, pulls in flight %d,"
                 + " errors %d%n", k, p.push.ok.getTotalCount(), p.pagesWithItems.sum(), p.emptyAnswers.sum(),
-            pullsInFlight.get(), p.stats.errorCount());
+            side.pullsInFlight(), p.stats.errorCount());
       }
     }
     pushes.await(seconds + 60L, TimeUnit.SECONDS);
@@ -259,40 +321,30 @@ final class HostsWorkload {
    */
   private void restartStorm() throws Exception {
     paused = true;
+    side.pause();
     BenchRelayProcess old = relay();
     int port = old.port;
     double stopped = old.stop();
     System.out.printf(Locale.ROOT, "restart: relay stopped (SIGTERM) in %.2f s; %s%n", stopped, old.problemsLine());
     // every loop's pull has ended (answered early by the stop, or failed): wait until all are parked
     long deadline = System.nanoTime() + 60_000_000_000L;
-    while (parked.size() < targets.size() && System.nanoTime() < deadline) {
+    while (side.parked() < targets.size() && System.nanoTime() < deadline) {
       Thread.sleep(50);
     }
-    int ready = parked.size();
     relay[0] = HostedRelayBench.startRelay(s.store(), s.o(), s.work(), port,
         "relay restarted on the same store and port");
     Map<String, LongAdder> statuses = new ConcurrentHashMap<>();
     stormStatuses = statuses;
-    List<Integer> all = new ArrayList<>(parked);
-    parked.clear();
     paused = false;
     long t0 = System.nanoTime();
-    // all at once: every parked loop pulls again now, spread over the generator's event loops
-    int n = s.client().loops.size();
-    for (int k = 0; k < n; k++) {
-      int first = k;
-      s.client().loops.get(k).runOnContext(v -> {
-        for (int i = first; i < all.size(); i += n) {
-          pull(all.get(i));
-        }
-      });
-    }
+    // all at once: every parked loop pulls again now, spread over the event loops (of every hosts process)
+    int ready = side.resume();
     double held = -1;
     double servedAt = Double.NaN;
     long end = t0 + 120_000_000_000L;
     while (System.nanoTime() < end) {
       held = metric("mbxrelay_pull_waiting");
-      if (held >= all.size()) {
+      if (held >= ready) {
         servedAt = (System.nanoTime() - t0) / 1e9;
         break;
       }
@@ -346,80 +398,6 @@ final class HostsWorkload {
     if (m != null) {
       m.computeIfAbsent(status, k -> new LongAdder()).increment();
     }
-  }
-
-  /** One receive-loop step of host {@code t}: a freshly signed wait pull; then ack (if items) and pull again. */
-  private void pull(int t) {
-    if (stopping) {
-      return;
-    }
-    if (paused) {
-      parked.add(t);
-      return;
-    }
-    long after = cursor[t];
-    pullsInFlight.incrementAndGet();
-    String path = "/v2/relay/items?after=" + after + "&limit=" + PULL_LIMIT + "&epoch=" + s.epoch() + "&wait="
-        + waitSeconds;
-    long timeout = (waitSeconds + 15) * 1000L;
-    s.client().send(HttpMethod.GET, path, null, targets.get(t), timeout).onComplete(ar -> {
-      pullsInFlight.decrementAndGet();
-      long now = System.nanoTime();
-      if (stopping) {
-        return;
-      }
-      Phase p = phase;
-      String error = null;
-      PullPage page = null;
-      long retryMs = 1000;
-      if (ar.failed()) {
-        error = BenchClient.failureKind(ar.cause());
-        storm(error);
-      } else if (!ar.result().ok()) {
-        Answer a = ar.result();
-        error = BenchClient.statusKind(a) + (a.retryAfter() != null ? " retry-after " + a.retryAfter() : "");
-        storm(error);
-        if (a.retryAfter() != null) {
-          retryMs = Math.max(1, Long.parseLong(a.retryAfter().trim())) * 1000;
-        }
-      } else {
-        storm(Integer.toString(ar.result().status()));
-        try {
-          page = PullPage.parse(ar.result().body());
-        } catch (IOException | RuntimeException e) {
-          error = "unreadable page";
-        }
-      }
-      if (error != null) {
-        if (!paused) {
-          p.stats.error("pull: " + error, ar.failed() ? String.valueOf(ar.cause()) : ar.result().text());
-        }
-        // a real host backs off: Retry-After when given, else 1 s (with jitter so retries do not come in lockstep)
-        long jitter = ThreadLocalRandom.current().nextLong(Math.max(1, retryMs / 4));
-        s.client().vertx.setTimer(retryMs + jitter, id -> pull(t));
-        return;
-      }
-      int n = page.itemIds().size();
-      for (int i = 0; i < n; i++) {
-        deliveries.pulled(page.itemIds().get(i), now);
-      }
-      cursor[t] = Math.max(after, page.lastSeq());
-      if (n == 0) {
-        p.emptyAnswers.increment();
-        pull(t);
-      } else {
-        p.pagesWithItems.increment();
-        ack(p, t, page.lastSeq(), now);
-      }
-    });
-  }
-
-  private void ack(Phase p, int t, long through, long start) {
-    byte[] body = ("{\"epoch\":\"" + s.epoch() + "\",\"through\":" + through + "}").getBytes(StandardCharsets.UTF_8);
-    s.client().send(HttpMethod.POST, "/v2/relay/ack", body, targets.get(t), PUSH_TIMEOUT_MS).onComplete(ar -> {
-      PushAckAnswers.ack(p.ack, start, ar);
-      pull(t);
-    });
   }
 
   private void push(long due) {

@@ -5,8 +5,8 @@ import io.mbxrelay.bench.BenchClient.Answer;
 import io.vertx.core.AsyncResult;
 
 /**
- * How the waiting-host workloads ({@link LongPollWorkload}, {@link HostsWorkload}) count one push's and one ack's
- * answer: written once for both. Safe on any thread (the counters are).
+ * How the waiting-host workloads ({@link LongPollWorkload}, {@link HostsWorkload} and its {@link HostLoops}) count one
+ * push's and one ack's answer: written once for all. Safe on any thread (the counters are).
  */
 final class PushAckAnswers {
   private PushAckAnswers() {}
@@ -87,12 +87,25 @@ final class PushAckAnswers {
    */
   static void ack(BenchStats.Op op, long start, AsyncResult<Answer> ar) {
     long now = System.nanoTime();
-    if (ar.failed()) {
-      op.failed(BenchClient.failureKind(ar.cause()), String.valueOf(ar.cause()), now - start);
-    } else if (!ar.result().ok()) {
-      op.failed(BenchClient.statusKind(ar.result()), ar.result().text(), now - start);
-    } else {
+    String[] f = failure(ar);
+    if (f == null) {
       op.ok(now - start, now);
+    } else {
+      op.failed(f[0], f[1], now - start);
     }
+  }
+
+  /**
+   * What went wrong with a request, for the error counts: null for a 2xx answer, else {@code {kind, sample}} (the
+   * transport failure's class and text, or {@code HTTP 409 EPOCH} and the relay's answer).
+   */
+  static String[] failure(AsyncResult<Answer> ar) {
+    if (ar.failed()) {
+      return new String[] {BenchClient.failureKind(ar.cause()), String.valueOf(ar.cause())};
+    }
+    if (!ar.result().ok()) {
+      return new String[] {BenchClient.statusKind(ar.result()), ar.result().text()};
+    }
+    return null;
   }
 }
