@@ -25,7 +25,7 @@ import org.HdrHistogram.Histogram;
  * scheduled start (a stalled relay or generator shows as latency); ack latency from the moment the pull's answer
  * arrived. A warm-up phase runs the same load uncounted.
  *
- * <p>As in the side-by-side generator ({@code ../shared/bench/peers.sh}), every push and every pull of a phase is
+ * <p>As in the side-by-side generator (the team's {@code peers.sh}), every push and every pull of a phase is
  * built and signed before that phase's timer starts ({@link BenchClient#prepare}, the same hop text and signing code a
  * sent request uses, with {@code x-mbx-ts} = the time of preparation), so the timed phase spends the generator's CPU on
  * HTTP only; warm-up and measured phase are prepared separately, each right before it runs. The relay refuses a hop ts
