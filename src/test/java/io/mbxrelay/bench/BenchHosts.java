@@ -10,6 +10,7 @@ import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /**
  * The benchmark's hosts (targets that pull, senders that push) and the file that lets later runs reuse their
@@ -52,18 +53,11 @@ final class BenchHosts {
     BenchHosts h = new BenchHosts();
     Path f = dirOrNull == null ? null : dirOrNull.resolve(FILE);
     if (f != null && Files.isRegularFile(f)) {
-      for (String line : Files.readAllLines(f, StandardCharsets.UTF_8)) {
-        String[] p = line.trim().split("\\s+");
-        if (p.length != 3 || p[0].startsWith("#")) {
-          continue;
-        }
-        Ed25519KeyPair k = Ed25519KeyPair.fromSeed(B64.decodeLenient(p[2]).orElseThrow());
-        List<Host> into = p[0].equals("target") ? h.targets : h.senders;
-        int want = p[0].equals("target") ? targets : senders;
-        if (into.size() < want) {
-          into.add(new Host(p[1], k, k.publicKeyB64()));
-        }
-      }
+      Map<String, List<Host>> read = readKeys(f);
+      List<Host> t = read.getOrDefault("target", List.of());
+      List<Host> s = read.getOrDefault("sender", List.of());
+      h.targets.addAll(t.subList(0, Math.min(targets, t.size())));
+      h.senders.addAll(s.subList(0, Math.min(senders, s.size())));
     }
     h.targetsFromFile = h.targets.size();
     h.sendersFromFile = h.senders.size();
@@ -93,11 +87,30 @@ final class BenchHosts {
     }
     StringBuilder b = new StringBuilder();
     for (Host t : targets.subList(targetsFromFile, targets.size())) {
-      b.append("target ").append(t.name()).append(' ').append(t.key().seedB64()).append('\n');
+      appendKeyLine(b, "target", t);
     }
     for (Host s : senders.subList(sendersFromFile, senders.size())) {
-      b.append("sender ").append(s.name()).append(' ').append(s.key().seedB64()).append('\n');
+      appendKeyLine(b, "sender", s);
     }
     Files.writeString(f, b, StandardCharsets.UTF_8, StandardOpenOption.APPEND);
+  }
+
+  /** Appends one line of a keys file: {@code KIND NAME SEED_B64} (kind {@code target} or {@code sender}). */
+  static void appendKeyLine(StringBuilder b, String kind, Host h) {
+    b.append(kind).append(' ').append(h.name()).append(' ').append(h.key().seedB64()).append('\n');
+  }
+
+  /** The hosts of a keys file by kind, in file order; lines starting with {@code #} and malformed lines skipped. */
+  static Map<String, List<Host>> readKeys(Path f) throws IOException {
+    Map<String, List<Host>> out = new java.util.HashMap<>();
+    for (String line : Files.readAllLines(f, StandardCharsets.UTF_8)) {
+      String[] p = line.trim().split("\\s+");
+      if (p.length != 3 || p[0].startsWith("#")) {
+        continue;
+      }
+      Ed25519KeyPair k = Ed25519KeyPair.fromSeed(B64.decodeLenient(p[2]).orElseThrow());
+      out.computeIfAbsent(p[0], x -> new ArrayList<>()).add(new Host(p[1], k, k.publicKeyB64()));
+    }
+    return out;
   }
 }

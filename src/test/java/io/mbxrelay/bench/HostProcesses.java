@@ -71,8 +71,7 @@ final class HostProcesses implements HostsWorkload.HostsSide {
         StringBuilder b = new StringBuilder("# throw-away TEST keys of benchmark hosts, never real keys\n");
         int hosts = 0;
         for (int t = c; t < targets.size(); t += n) {
-          b.append("target ").append(targets.get(t).name()).append(' ').append(targets.get(t).key().seedB64())
-              .append('\n');
+          BenchHosts.appendKeyLine(b, "target", targets.get(t));
           hosts++;
         }
         Files.writeString(keys, b, StandardCharsets.UTF_8);

@@ -334,12 +334,9 @@ public final class HostedRelayBench {
    * Prints what the limit allows and what it does.
    */
   static void fileLimitCheck(Options o) {
-    long limit = -1;
-    long open = -1;
-    if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.UnixOperatingSystemMXBean u) {
-      limit = u.getMaxFileDescriptorCount();
-      open = u.getOpenFileDescriptorCount();
-    }
+    long[] fileLimit = HostsProcess.fileLimit();
+    long limit = fileLimit[0];
+    long open = fileLimit[1];
     if (limit <= 0) {
       System.out.println("file limit: unknown (not a Unix JVM); --hosts taken as given, in this process");
       return;

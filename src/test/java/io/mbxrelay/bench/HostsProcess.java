@@ -1,7 +1,5 @@
 package io.mbxrelay.bench;
 
-import io.mbxrelay.crypto.Ed25519KeyPair;
-import io.mbxrelay.wire.B64;
 import java.io.BufferedOutputStream;
 import java.io.BufferedReader;
 import java.io.FileDescriptor;
@@ -10,9 +8,7 @@ import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.LinkedBlockingQueue;
 
@@ -44,14 +40,7 @@ final class HostsProcess {
     int waitSeconds = Integer.parseInt(args[2]);
     boolean keepAlive = args[3].equals("keep-alive");
     double ramp = Double.parseDouble(args[4]);
-    List<BenchHosts.Host> hosts = new ArrayList<>();
-    for (String line : Files.readAllLines(Path.of(args[5]), StandardCharsets.UTF_8)) {
-      String[] p = line.trim().split("\\s+");
-      if (p.length == 3 && p[0].equals("target")) {
-        Ed25519KeyPair k = Ed25519KeyPair.fromSeed(B64.decodeLenient(p[2]).orElseThrow());
-        hosts.add(new BenchHosts.Host(p[1], k, k.publicKeyB64()));
-      }
-    }
+    List<BenchHosts.Host> hosts = BenchHosts.readKeys(Path.of(args[5])).getOrDefault("target", List.of());
     // stdout is the report channel: buffered here and flushed by the writer (System.out flushes every line)
     Lines out = new Lines(new PrintStream(new BufferedOutputStream(new FileOutputStream(FileDescriptor.out), 1 << 16),
         false, StandardCharsets.UTF_8));
