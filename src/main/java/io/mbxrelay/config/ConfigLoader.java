@@ -394,6 +394,7 @@ public final class ConfigLoader {
     range(v, "trust.replayCacheMaxEntries", c.trust().replayCacheMaxEntries(), 1, 100_000_000);
     range(v, "trust.replayCacheMaxPerKey", c.trust().replayCacheMaxPerKey(), 1, 100_000_000);
     range(v, "trust.ipv6PrefixBits", c.trust().ipv6PrefixBits(), 16, 128);
+    range(v, "trust.verifierCacheMaxKeys", c.trust().verifierCacheMaxKeys(), 0, 10_000_000);
     String token = c.admin().token();
     if (token != null && !token.isEmpty() && token.length() < 32) {
       v.add("admin.token (MBX_RELAY_ADMIN_TOKEN) must be at least 32 characters when set");

@@ -318,8 +318,11 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    * @param replayCacheMaxPerKey most remembered per caller key; a key over its share loses only its own oldest entries
    * @param ipv6PrefixBits the per-address enrolment-call window counts an IPv6 client per network of this many prefix
    *     bits (issue 11 item 6; 64 = one window per /64), IPv4 per address
+   * @param verifierCacheMaxKeys most hosts' public keys kept decoded for signature checks (~750 bytes of heap each);
+   *     over it an eighth of them is dropped and decoded again on their next request; 0 keeps none
    */
-  public record Trust(int replayCacheMaxEntries, int replayCacheMaxPerKey, int ipv6PrefixBits) {}
+  public record Trust(int replayCacheMaxEntries, int replayCacheMaxPerKey, int ipv6PrefixBits,
+      int verifierCacheMaxKeys) {}
 
 
   /**

@@ -154,6 +154,10 @@ public final class RelayMetrics implements AutoCloseable {
   public static final String SWEEP_INTERVAL = "mbxrelay.sweep.interval.seconds";
   /** Gauge: entries in the hop replay cache (0 until that cache exists). */
   public static final String REPLAY_CACHE_SIZE = "mbxrelay.replay.cache.size";
+  /** Hosts' public keys held decoded for signature checks ({@code trust.verifierCacheMaxKeys}). */
+  public static final String VERIFIER_CACHE_KEYS = "mbxrelay.verifier.cache.keys";
+  /** Keys dropped from the verifier cache to keep it within its bound, since start. */
+  public static final String VERIFIER_CACHE_EVICTED = "mbxrelay.verifier.cache.evicted";
   /** Gauge: request body bytes held in memory now, bytes (issue 11 item 2). */
   public static final String BODY_BUDGET_USED = "mbxrelay.http.body.budget.used";
   /** Counter: requests refused 503 because the body budget was full. */
@@ -390,6 +394,10 @@ public final class RelayMetrics implements AutoCloseable {
         .description("wire bytes of pull pages held while being written").register(registry);
     Gauge.builder(REPLAY_CACHE_SIZE, () -> replayCacheSize.getAsLong()).description("hop replay cache entries")
         .register(registry);
+    Gauge.builder(VERIFIER_CACHE_KEYS, io.mbxrelay.crypto.Ed25519::cachedKeys)
+        .description("hosts' public keys held decoded for signature checks").register(registry);
+    FunctionCounter.builder(VERIFIER_CACHE_EVICTED, this, x -> io.mbxrelay.crypto.Ed25519.evictedKeys())
+        .description("keys dropped from the verifier cache to keep it within its bound").register(registry);
     Gauge.builder(JWKS_AGE, () -> jwksAgeSeconds.getAsDouble()).description("age of the JWKS snapshot")
         .register(registry);
     fileDescriptors.bindTo(registry);

@@ -280,6 +280,7 @@ public final class RelayServer implements AutoCloseable {
       deployments.add(await(vertx.deployVerticle(new JwksRefreshVerticle(jwks, en))));
     }
     String adminToken = config.admin().token();
+    io.mbxrelay.crypto.Ed25519.cacheBound(config.trust().verifierCacheMaxKeys());
     TrustServices trust = new TrustServices(
         new HopReplayCache(config.trust().replayCacheMaxEntries(), config.trust().replayCacheMaxPerKey(),
             config.limits().hopWindowMs()),

@@ -140,15 +140,13 @@ final class AccpEd25519Engine extends Ed25519Engine {
     if (key == null) {
       return (message, sig64) -> BouncyCastleEd25519Engine.verify(point, message, sig64);
     }
-    // every key made from a seed is in the prime-order subgroup; a mixed-order key can make BouncyCastle accept what
-    // AWS-LC refuses whatever R is (one scalar multiplication, once per key)
-    boolean primeOrderKey = org.bouncycastle.math.ec.rfc8032.Ed25519.validatePublicKeyFull(pub32, 0);
+    PrimeOrder primeOrderKey = new PrimeOrder(pub32.clone());
     return (message, sig64) -> {
       Verdict awsLc = awsLc(key, message, sig64);
       if (awsLc == Verdict.VALID) {
         return true; // cofactorless [S]B = R + [k]A implies BouncyCastle's cofactored equation
       }
-      if (awsLc == Verdict.INVALID && primeOrderKey && primeOrderR(sig64)) {
+      if (awsLc == Verdict.INVALID && primeOrderKey.get() && primeOrderR(sig64)) {
         // with R and A both in the prime-order subgroup the cofactored equation is the cofactorless one, which
         // AWS-LC has just refused: BouncyCastle would refuse too, and it need not hash the message again
         return false;
@@ -156,6 +154,32 @@ final class AccpEd25519Engine extends Ed25519Engine {
       // R or the key has a small-order component (or AWS-LC failed): only BouncyCastle can decide (issue 18; tested)
       return BouncyCastleEd25519Engine.verify(point, message, sig64);
     };
+  }
+
+  /**
+   * Whether a key is in the prime-order subgroup, decided on first need. Every key made from a seed is; a mixed-order
+   * key can make BouncyCastle accept what AWS-LC refuses whatever R is. Deciding it costs one scalar multiplication
+   * (as much as a verification), and only a signature AWS-LC refuses needs it: computed then, once per key (issue 18:
+   * computed eagerly for every key new to the cache, it was 15 % of the event loops' CPU with 100,000 hosts).
+   * Threading: two threads may both compute it the first time; they get the same answer.
+   */
+  private static final class PrimeOrder {
+    private final byte[] pub32;
+    /** 0 not decided, 1 prime order, 2 not. */
+    private volatile int state;
+
+    PrimeOrder(byte[] pub32) {
+      this.pub32 = pub32;
+    }
+
+    boolean get() {
+      int s = state;
+      if (s == 0) {
+        s = org.bouncycastle.math.ec.rfc8032.Ed25519.validatePublicKeyFull(pub32, 0) ? 1 : 2;
+        state = s;
+      }
+      return s == 1;
+    }
   }
 
   /**

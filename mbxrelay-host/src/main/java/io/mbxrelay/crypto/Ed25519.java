@@ -40,10 +40,13 @@ public final class Ed25519 {
       if (verifier == null) {
         return false; // not a usable key (BouncyCastle's check): the byte form below refuses it too (tested)
       }
-      if (POINTS.size() >= MAX_POINTS) {
-        POINTS.clear(); // a plain bound: hosts' keys come back on their next request
+      int bound = maxPoints;
+      if (bound > 0) {
+        if (POINTS.size() >= bound) {
+          evict(bound);
+        }
+        POINTS.put(pubkeyB64, verifier);
       }
-      POINTS.put(pubkeyB64, verifier);
     }
     return verifier.verify(message, sig.get());
   }
@@ -53,11 +56,61 @@ public final class Ed25519 {
   /**
    * Per-key verifiers by key text, each holding the decoded public point (decoding a key, a square root in the
    * field, is a tenth of a verification, and every request of a host verifies with the same key) and, on the AWS-LC
-   * engine, the JDK's key object (about 500 bytes). Bounded by {@link #MAX_POINTS}.
+   * engine, the JDK's key object (about 750 bytes in all). Bounded by {@link #cacheBound(int)}.
    */
   private static final java.util.concurrent.ConcurrentHashMap<String, Ed25519Engine.Verifier> POINTS =
       new java.util.concurrent.ConcurrentHashMap<>();
-  private static final int MAX_POINTS = 50_000;
+  /**
+   * Default of {@link #cacheBound(int)}: the relay's default enrolment limit with room for rotated keys (~90 MB of
+   * heap when full).
+   */
+  public static final int DEFAULT_CACHE_KEYS = 120_000;
+  private static volatile int maxPoints = DEFAULT_CACHE_KEYS;
+
+  /**
+   * Sets how many keys' verifiers are kept (the relay's {@code trust.verifierCacheMaxKeys}; ~750 bytes of heap each).
+   * A key not kept is decoded again on its next use: about 50 instead of 32 µs per verification with AWS-LC.
+   *
+   * @param maxKeys most keys kept, ≥ 0 (0 keeps none); a smaller bound than the keys held now drops the excess
+   */
+  public static void cacheBound(int maxKeys) {
+    if (maxKeys < 0) {
+      throw new IllegalArgumentException("maxKeys < 0: " + maxKeys);
+    }
+    maxPoints = maxKeys;
+    if (POINTS.size() > maxKeys) {
+      evict(maxKeys);
+    }
+  }
+
+  /** Keys held now (for tests and gauges). */
+  public static int cachedKeys() {
+    return POINTS.size();
+  }
+
+  /** Keys dropped to keep within the bound since the process started. */
+  public static long evictedKeys() {
+    return EVICTED.sum();
+  }
+
+  private static final java.util.concurrent.atomic.LongAdder EVICTED = new java.util.concurrent.atomic.LongAdder();
+
+  /**
+   * Drops keys until at most seven eighths of {@code bound} are left, in the map's iteration order (effectively
+   * arbitrary): hosts whose keys go are decoded again on their next request. Dropping an eighth at a time rather than
+   * the whole map keeps the hit rate at about bound / active keys when more hosts are active than the bound allows
+   * (the earlier clear-all emptied the cache every {@code bound} new keys). No LRU order: keeping it would put a write
+   * on every verification's hot path for a rare case.
+   */
+  private static void evict(int bound) {
+    int keep = bound - bound / 8 - 1;
+    var it = POINTS.keySet().iterator();
+    while (POINTS.size() > Math.max(0, keep) && it.hasNext()) {
+      it.next();
+      it.remove();
+      EVICTED.increment();
+    }
+  }
 
   /**
    * Verifies a raw signature with a raw public key.
