@@ -154,9 +154,9 @@ public final class RelayMetrics implements AutoCloseable {
   public static final String SWEEP_INTERVAL = "mbxrelay.sweep.interval.seconds";
   /** Gauge: entries in the hop replay cache (0 until that cache exists). */
   public static final String REPLAY_CACHE_SIZE = "mbxrelay.replay.cache.size";
-  /** Hosts' public keys held decoded for signature checks ({@code trust.verifierCacheMaxKeys}). */
+  /** Gauge: hosts' public keys held decoded for signature checks (bound: {@code trust.verifierCacheMaxKeys}). */
   public static final String VERIFIER_CACHE_KEYS = "mbxrelay.verifier.cache.keys";
-  /** Keys dropped from the verifier cache to keep it within its bound, since start. */
+  /** Counter: keys dropped from the verifier cache to keep it within its bound, since start. */
   public static final String VERIFIER_CACHE_EVICTED = "mbxrelay.verifier.cache.evicted";
   /** Gauge: request body bytes held in memory now, bytes (issue 11 item 2). */
   public static final String BODY_BUDGET_USED = "mbxrelay.http.body.budget.used";
