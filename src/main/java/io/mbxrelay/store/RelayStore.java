@@ -17,10 +17,12 @@ public interface RelayStore extends AutoCloseable {
 
   /**
    * Current store schema version: 3 = the reference's 2 (docs/protocol.md §5) plus the deny list and enrolment clients tables
-   * (docs/protocol.md §7.8 "Revocation"); 4 = the same tables with the dedup key ordered by item id first (issue 18). Older
-   * stores are migrated in place; the reference cannot open a v3 or v4 store, nor an mbxrelay before 4 a v4 one.
+   * (docs/protocol.md §7.8 "Revocation"); 4 = the same tables with the dedup key ordered by item id first (issue 18); 5 =
+   * {@code seqs} holds a floor raised by a trigger when items are deleted, and a target's next seq is the larger of it
+   * and its highest queued seq + 1 (issue 18: a push no longer writes a {@code seqs} row). Older stores are migrated in
+   * place; the reference cannot open a v3, v4 or v5 store, nor an mbxrelay before 5 a v5 one.
    */
-  int SCHEMA_VERSION = 4;
+  int SCHEMA_VERSION = 5;
 
   /** The current epoch, a random UUID v4 string (docs/protocol.md §1). */
   String epoch();

@@ -23,7 +23,7 @@ public final class JdbcPage {
    *
    * @param plan prepared {@link SqlCatalogue#PAGE_PLAN}
    * @param fetch prepared {@link SqlCatalogue#PAGE_FETCH}
-   * @param head prepared {@link SqlCatalogue#NEXT_SEQ}
+   * @param head prepared: the target's next seq, one parameter ({@link SqlCatalogue#NEXT_SEQ} or SQLite's own)
    * @param target the caller's key
    * @param after exclusive lower seq bound
    * @param limit most items

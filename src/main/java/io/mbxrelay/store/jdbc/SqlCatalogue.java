@@ -102,9 +102,12 @@ public final class SqlCatalogue {
 
   // ---- seqs, acks, host state ----
 
-  /** The next seq of a target (no row: none allocated yet): {@code (target_pubkey)}. */
+  /**
+   * The next seq of a target (no row: none allocated yet): {@code (target_pubkey)}. PostgreSQL keeps it exact; a v5
+   * SQLite store keeps only a floor there and reads {@code store.sqlite.SqliteReads.NEXT_SEQ}.
+   */
   public static final String NEXT_SEQ = "SELECT next_seq FROM seqs WHERE target_pubkey = ?";
-  /** Next seq, acked position and both ads of a host: {@code (host_pubkey × 4)}. */
+  /** Next seq, acked position and both ads of a host (PostgreSQL; see {@link #NEXT_SEQ}): {@code (host_pubkey × 4)}. */
   public static final String HOST_STATE = "SELECT (SELECT next_seq FROM seqs WHERE target_pubkey = ?),"
       + " (SELECT acked_through FROM acked WHERE target_pubkey = ?),"
       + " (SELECT enc_pub FROM enc_ads WHERE host_pubkey = ?),"

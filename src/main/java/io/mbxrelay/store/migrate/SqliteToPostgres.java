@@ -108,6 +108,10 @@ public final class SqliteToPostgres {
         for (String table : TABLES) {
           rows.put(table, copy(src, dst, table));
         }
+        // a v5 SQLite store keeps a seq floor; PostgreSQL keeps the next seq itself: one past the highest queued seq
+        st.execute("INSERT INTO seqs(target_pubkey, next_seq) SELECT target_pubkey, max(seq) + 1 FROM items"
+            + " GROUP BY target_pubkey ON CONFLICT(target_pubkey) DO UPDATE SET"
+            + " next_seq = GREATEST(seqs.next_seq, excluded.next_seq)");
         st.execute("SELECT setval(pg_get_serial_sequence('ops', 'id'), coalesce((SELECT max(id) FROM ops), 0) + 1,"
             + " false)");
         // the counters, from the copied rows

@@ -28,6 +28,19 @@ final class Migrations {
     if (from <= 3) {
       v3ToV4(conn);
     }
+    if (from <= 4) {
+      v4ToV5(conn);
+    }
+  }
+
+  /**
+   * v4 → v5: the seq floor trigger ({@link Schema#SEQ_FLOOR_TRIGGER}). A v4 writer kept {@code seqs.next_seq} exact, so
+   * every existing row is already a valid floor; no row changes.
+   */
+  private static void v4ToV5(Connection conn) throws SQLException {
+    try (Statement st = conn.createStatement()) {
+      st.execute(Schema.SEQ_FLOOR_TRIGGER.replace("CREATE TRIGGER ", "CREATE TRIGGER IF NOT EXISTS "));
+    }
   }
 
   /**

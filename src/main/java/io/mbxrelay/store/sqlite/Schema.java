@@ -28,6 +28,19 @@ final class Schema {
   static final String ENROLMENT_CLIENTS = "CREATE TABLE enrolment_clients(host_pubkey TEXT PRIMARY KEY,"
       + " client_id TEXT NOT NULL, org TEXT, at TEXT NOT NULL)";
 
+  /**
+   * v5: {@code seqs.next_seq} is a floor, not the next seq itself. A push writes no {@code seqs} row (it was one
+   * scattered page per target per transaction, issue 18); instead every deleted item raises its target's floor past its
+   * seq, in the deleting statement's own transaction, whatever deleted it (ack, expiry, a rotation, an operator's
+   * {@code sqlite3}). So every seq ever given out is either still queued or below the floor, and a target's next seq is
+   * {@code max(floor, highest queued seq + 1)} ({@link SqliteReads#NEXT_SEQ}) in any snapshot: never reused, never
+   * lower than a seq a host was given.
+   */
+  static final String SEQ_FLOOR_TRIGGER = "CREATE TRIGGER items_seq_floor AFTER DELETE ON items BEGIN"
+      + " INSERT INTO seqs(target_pubkey, next_seq) VALUES(old.target_pubkey, old.seq + 1)"
+      + " ON CONFLICT(target_pubkey) DO UPDATE SET next_seq = excluded.next_seq"
+      + " WHERE excluded.next_seq > seqs.next_seq; END";
+
   /** DDL of the current version, in order. */
   static final List<String> CURRENT = List.of(
       "CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL)",
@@ -57,7 +70,9 @@ final class Schema {
           + " receipt TEXT NOT NULL)",
       // ---- v3 (trust): deny list and the token client of an enrolment (docs/protocol.md §7.8 "Revocation") ----
       DENY_LIST,
-      ENROLMENT_CLIENTS);
+      ENROLMENT_CLIENTS,
+      // ---- v5: the seq floor (Migrations.v4ToV5) ----
+      SEQ_FLOOR_TRIGGER);
 
 
   /**

@@ -34,8 +34,8 @@ import org.sqlite.SQLiteException;
  * runs the commands over it.
  *
  * <p>Group commit: a transaction is {@code BEGIN IMMEDIATE} … {@code COMMIT} under {@code synchronous=FULL}; the
- * per-target {@code seqs}, {@code queue_usage} and {@code sender_totals} rows are written once per touched key right
- * before COMMIT from the writer's in-memory state ({@link WriterState}, kept by {@link WriterCounters}), which
+ * per-target {@code queue_usage} and {@code sender_totals} rows are written once per touched key right
+ * before COMMIT (a push writes no {@code seqs} row: schema v5, {@link Schema#SEQ_FLOOR_TRIGGER}) from the writer's in-memory state ({@link WriterState}, kept by {@link WriterCounters}), which
  * savepoint rollbacks undo through a journal. The table operations it runs as PostgreSQL does are in
  * {@link JdbcLedgerBackend}.
  *
@@ -512,7 +512,6 @@ public final class SqliteBackend extends JdbcLedgerBackend {
   @Override
   public void commit() throws StoreException {
     try {
-      counters.writeDirtySeqs();
       counters.writePendingUsage();
       PreparedStatement count = statement(COUNT_COMMIT);
       count.setString(1, Long.toString(commits + 1));

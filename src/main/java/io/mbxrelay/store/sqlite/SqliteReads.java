@@ -42,6 +42,24 @@ import java.util.Optional;
  * <p>Safe on any event loop; every method returns a future completed on the caller's context.
  */
 public final class SqliteReads implements RelayReads {
+  /** A target's next seq in this snapshot, one row (1 when none was given out): {@code (target_pubkey)}. */
+  static final String NEXT_SEQ = "SELECT " + nextSeq("?1");
+
+  /** Next seq, acked position and both ads of a host: {@code (host_pubkey × 4)}. */
+  static final String HOST_STATE = "SELECT " + nextSeq("?1") + ","
+      + " (SELECT acked_through FROM acked WHERE target_pubkey = ?2),"
+      + " (SELECT enc_pub FROM enc_ads WHERE host_pubkey = ?3),"
+      + " (SELECT record FROM enc_ad_records WHERE host_pubkey = ?4)";
+
+  /**
+   * The next seq of the target named by {@code param}: the floor in {@code seqs} or one past the highest queued seq,
+   * whichever is larger (schema v5, {@link Schema#SEQ_FLOOR_TRIGGER}); two primary-key probes.
+   */
+  private static String nextSeq(String param) {
+    return "max(coalesce((SELECT next_seq FROM seqs WHERE target_pubkey = " + param + "), 1),"
+        + " coalesce((SELECT max(seq) FROM items WHERE target_pubkey = " + param + "), 0) + 1)";
+  }
+
   private final AgroalDataSource dataSource;
   private final Pool pool;
   private final WorkerExecutor pageReaders;
@@ -163,7 +181,7 @@ public final class SqliteReads implements RelayReads {
    */
   @Override
   public Future<HostState> hostState(String hostPubkey) {
-    return read(c -> c.preparedQuery(SqlCatalogue.HOST_STATE)
+    return read(c -> c.preparedQuery(HOST_STATE)
         .execute(Tuple.of(hostPubkey, hostPubkey, hostPubkey, hostPubkey)))
         .map(rows -> {
           Row r = rows.iterator().next();
@@ -254,7 +272,7 @@ public final class SqliteReads implements RelayReads {
       java.sql.Connection conn = pooled.unwrap(org.sqlite.SQLiteConnection.class);
       c = new PageConnection(pooled, conn, conn.prepareStatement("BEGIN"), conn.prepareStatement("COMMIT"),
           conn.prepareStatement(SqlCatalogue.PAGE_PLAN), conn.prepareStatement(SqlCatalogue.PAGE_FETCH),
-          conn.prepareStatement(SqlCatalogue.NEXT_SEQ));
+          conn.prepareStatement(NEXT_SEQ));
       pageConnection.set(c);
       pageConnections.add(c);
     }
@@ -262,7 +280,7 @@ public final class SqliteReads implements RelayReads {
   }
 
   private static Future<Long> head(SqlConnection conn, String target) {
-    return conn.preparedQuery(SqlCatalogue.NEXT_SEQ)
+    return conn.preparedQuery(NEXT_SEQ)
         .execute(Tuple.of(target))
         .map(rows -> rows.size() == 0 ? 0L : rows.iterator().next().getLong(0) - 1);
   }

@@ -13,8 +13,8 @@ import java.util.Optional;
 /**
  * The writer's counters and seqs over its cached state ({@link WriterState}): loads an entry from the tables on first
  * use (as the writer's own connection sees them, the open transaction included), counts every row the writer adds or
- * deletes, takes changes back to a savepoint through the journals, and writes each touched key's {@code seqs},
- * {@code queue_usage} and {@code sender_totals} row once right before COMMIT (docs/architecture.md "The writer's
+ * deletes, takes changes back to a savepoint through the journals, and writes each touched key's
+ * {@code queue_usage} and {@code sender_totals} row once right before COMMIT (a seq is written by no one: schema v5) (docs/architecture.md "The writer's
  * state"). SQLite only: one writer, so what it counted is what the tables will hold.
  *
  * <p>Threading: writer thread only.
@@ -50,9 +50,6 @@ final class WriterCounters {
         state.nextSeq.remove(u.target());
       } else {
         state.nextSeq.put(u.target(), u.before());
-      }
-      if (!u.dirty()) {
-        state.dirtySeqs.remove(u.target());
       }
     }
   }
@@ -243,8 +240,6 @@ final class WriterCounters {
 
   private static final Upsert QUEUE_USAGE_DELTAS = Upsert.deltas("queue_usage", "target_pubkey");
   private static final Upsert SENDER_TOTAL_DELTAS = Upsert.deltas("sender_totals", "sender_pubkey");
-  private static final Upsert SEQS = new Upsert("INSERT INTO seqs(target_pubkey, next_seq)", "(?, ?)",
-      "ON CONFLICT(target_pubkey) DO UPDATE SET next_seq = excluded.next_seq");
 
   /**
    * Writes {@code n} rows with {@code upsert}'s statements, in chunks of {@link #UPSERT_CHUNKS} rows (issue 18: one
@@ -298,11 +293,14 @@ final class WriterCounters {
     state.journal.clear();
   }
 
-  /** The next seq a target would get ({@code seqs.next_seq}, 1 when none), read once per target. */
+  /**
+   * The next seq a target would get (the floor or one past its highest queued seq, {@link SqliteReads#NEXT_SEQ}), read
+   * once per target and then kept by {@link #useSeqRow}.
+   */
   long nextSeqRow(String target) throws SQLException {
     Long n = state.nextSeq.get(target);
     if (n == null) {
-      PreparedStatement ps = statements.get(SqlCatalogue.NEXT_SEQ);
+      PreparedStatement ps = statements.get(SqliteReads.NEXT_SEQ);
       ps.setString(1, target);
       try (ResultSet rs = ps.executeQuery()) {
         n = rs.next() ? rs.getLong(1) : 1L;
@@ -312,29 +310,18 @@ final class WriterCounters {
     return n;
   }
 
-  /** Records that {@code seq} was used; {@code seqs} is written once per target before COMMIT. */
+  /**
+   * Records that {@code seq} was used. Nothing is written for it: the item's own row carries the seq, and deleting it
+   * raises the floor in {@code seqs} (schema v5).
+   */
   void useSeqRow(String target, long seq, boolean inSavepoint) {
     Long before = state.nextSeq.get(target);
     if (before != null && seq + 1 <= before) {
       return; // never back
     }
     if (inSavepoint) {
-      state.seqJournal.add(new WriterState.SeqUndo(target, before, state.dirtySeqs.contains(target)));
+      state.seqJournal.add(new WriterState.SeqUndo(target, before));
     }
     state.nextSeq.put(target, seq + 1);
-    state.dirtySeqs.add(target);
-  }
-
-  void writeDirtySeqs() throws SQLException {
-    if (state.dirtySeqs.isEmpty()) {
-      return;
-    }
-    List<String> targets = new ArrayList<>(state.dirtySeqs);
-    upsertRows(SEQS, targets.size(), (ps, i, r) -> {
-      ps.setString(i, targets.get(r));
-      ps.setLong(i + 1, state.nextSeq.get(targets.get(r)));
-      return i + 2;
-    });
-    state.dirtySeqs.clear();
   }
 }

@@ -1,7 +1,6 @@
 package io.mbxrelay.store.sqlite;
 
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
@@ -52,9 +51,8 @@ final class WriterState {
   /** The counted changes of the running command, undone if it is rolled back to its savepoint. */
   final java.util.ArrayList<Delta> journal = new java.util.ArrayList<>();
 
-  /** A seq advance, kept while a savepoint could still undo it: the target's {@code next_seq} before, and whether it
-   * was already to be written. */
-  record SeqUndo(String target, Long before, boolean dirty) {}
+  /** A seq advance, kept while a savepoint could still undo it: the target's next seq before. */
+  record SeqUndo(String target, Long before) {}
 
   /** The seq advances since the outermost open savepoint. */
   final java.util.ArrayList<SeqUndo> seqJournal = new java.util.ArrayList<>();
@@ -76,10 +74,8 @@ final class WriterState {
   /** {items, bytes} of the whole store as the open transaction sees it; null until first needed. */
   long[] storeTotals;
 
-  /** target → next_seq as stored or about to be stored in this transaction. */
+  /** target → its next seq as the open transaction sees it (the store's floor and queue, then this writer's pushes). */
   final Map<String, Long> nextSeq = new HashMap<>();
-  /** Targets whose {@code next_seq} changed in the open transaction (written once each before COMMIT). */
-  final Set<String> dirtySeqs = new HashSet<>();
 
   final LinkedHashMap<String, TargetUsage> usage = new LinkedHashMap<>(1024, 0.75f, true) {
     @Override
@@ -134,7 +130,6 @@ final class WriterState {
   /** Drops everything (after a failed transaction or a change made by another process). */
   void dropAll() {
     nextSeq.clear();
-    dirtySeqs.clear();
     pending.clear();
     pendingSenders.clear();
     journal.clear();

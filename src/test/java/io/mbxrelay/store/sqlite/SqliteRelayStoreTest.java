@@ -77,7 +77,7 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
         assertThat(rs.getInt(1)).isEqualTo(1);
         rs = st.executeQuery("SELECT v FROM meta WHERE k='schema_version'");
         rs.next();
-        assertThat(rs.getString(1)).isEqualTo("4");
+        assertThat(rs.getString(1)).isEqualTo(Integer.toString(io.mbxrelay.store.RelayStore.SCHEMA_VERSION));
       }
     }
   }
@@ -160,6 +160,84 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
   }
 
   @Test
+  void a_push_writes_no_seq_row_and_no_seq_is_given_out_twice_whatever_deletes_the_items(@TempDir Path d)
+      throws Exception {
+    // schema v5: seqs holds a floor the trigger raises on every delete; the next seq is max(floor, top seq + 1). A
+    // stopped clock makes seqs consecutive (seq = max(next seq, now)), so a reused seq would show.
+    Clock stopped = Clock.fixed(java.time.Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS),
+        java.time.ZoneOffset.UTC);
+    long third;
+    try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, stopped, defaults(), 5000, 0)) {
+      s.execute(new io.mbxrelay.store.StoreCommand.Enrol("alpha", a, "", null, null));
+      s.execute(new io.mbxrelay.store.StoreCommand.Enrol("beta", b, "", null, null));
+      long first = pushedSeq(s, "01JDQ7ZXK20000000000000001");
+      assertThat(pushedSeq(s, "01JDQ7ZXK20000000000000002")).isEqualTo(first + 1);
+      third = pushedSeq(s, "01JDQ7ZXK20000000000000003");
+      assertThat(third).isEqualTo(first + 2);
+      try (Statement st = s.connection().createStatement()) {
+        ResultSet rs = st.executeQuery("SELECT count(*) FROM seqs");
+        rs.next();
+        assertThat(rs.getInt(1)).as("a push writes no seqs row").isZero();
+        // the top item deleted as an operator's sqlite3 would, outside every relay code path
+        st.executeUpdate("DELETE FROM items WHERE target_pubkey = '" + b + "' AND seq = " + third);
+        rs = st.executeQuery("SELECT count(*), max(seq) FROM items WHERE target_pubkey = '" + b + "'");
+        rs.next();
+        assertThat(new long[] {rs.getLong(1), rs.getLong(2)}).containsExactly(2, third - 1);
+      }
+    }
+    long fourth;
+    try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, stopped, defaults(), 5000, 0)) {
+      fourth = pushedSeq(s, "01JDQ7ZXK20000000000000004");
+      assertThat(fourth).as("the deleted top seq is not given out again").isEqualTo(third + 1);
+      assertThat(s.execute(new io.mbxrelay.store.StoreCommand.Ack(b, s.epoch(), java.util.OptionalLong.of(fourth))))
+          .as("the other three deleted; the head stays")
+          .isEqualTo(new io.mbxrelay.store.model.AckOutcome.Done(fourth, 3, fourth));
+    }
+    try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, stopped, defaults(), 5000, 0)) {
+      assertThat(pushedSeq(s, "01JDQ7ZXK20000000000000005")).as("an emptied queue goes on after its top")
+          .isEqualTo(fourth + 1);
+    }
+  }
+
+  @Test
+  void a_version_4_store_is_migrated_to_5_with_the_seq_floor_trigger_and_its_seqs_kept(@TempDir Path d)
+      throws Exception {
+    Clock stopped = Clock.fixed(java.time.Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS),
+        java.time.ZoneOffset.UTC);
+    long first;
+    try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, stopped, defaults(), 5000, 0)) {
+      s.execute(new io.mbxrelay.store.StoreCommand.Enrol("alpha", a, "", null, null));
+      s.execute(new io.mbxrelay.store.StoreCommand.Enrol("beta", b, "", null, null));
+      first = pushedSeq(s, "01JDQ7ZXK20000000000000001");
+    }
+    // the v4 shape: no trigger, and seqs.next_seq exact as a v4 writer kept it (here: later seqs were given out and
+    // acked since)
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + d.resolve("relay.db"));
+        Statement st = c.createStatement()) {
+      st.execute("DROP TRIGGER items_seq_floor");
+      st.executeUpdate("INSERT INTO seqs(target_pubkey, next_seq) VALUES('" + b + "', " + (first + 7) + ")");
+      st.executeUpdate("UPDATE meta SET v='4' WHERE k='schema_version'");
+    }
+    try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, stopped, defaults(), 5000, 0)) {
+      assertThat(s.openReport().migratedFrom()).isEqualTo(4);
+      try (Statement st = s.connection().createStatement()) {
+        ResultSet rs = st.executeQuery("SELECT count(*) FROM sqlite_master WHERE type='trigger'"
+            + " AND name='items_seq_floor'");
+        rs.next();
+        assertThat(rs.getInt(1)).isEqualTo(1);
+      }
+      assertThat(pushedSeq(s, "01JDQ7ZXK20000000000000002")).as("the v4 next_seq is kept as the floor")
+          .isEqualTo(first + 7);
+    }
+  }
+
+  private long pushedSeq(SqliteRelayStore s, String itemId) throws Exception {
+    io.mbxrelay.store.model.PushOutcome out = s.execute(new io.mbxrelay.store.StoreCommand.Push(a, "alpha", "envelope",
+        itemId, List.of(target(b, itemId))));
+    return ((io.mbxrelay.store.model.PushOutcome.Stored) out).targets().get(0).seq();
+  }
+
+  @Test
   void reopening_keeps_the_epoch_and_another_relay_key_is_refused_without_echoing_key_material(@TempDir Path d)
       throws Exception {
     String epoch;
@@ -186,11 +264,13 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
     SqliteRelayStore.open(d, relayKey, Clock.systemUTC(), defaults(), 5000, 600_000).close();
     try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + d.resolve("relay.db"));
         Statement st = c.createStatement()) {
-      st.executeUpdate("UPDATE meta SET v='5' WHERE k='schema_version'");
+      st.executeUpdate("UPDATE meta SET v='" + (io.mbxrelay.store.RelayStore.SCHEMA_VERSION + 1)
+          + "' WHERE k='schema_version'");
     }
     assertThatThrownBy(() -> SqliteRelayStore.open(d, relayKey, Clock.systemUTC(), defaults(), 5000, 600_000))
         .isInstanceOf(StoreOpenException.class)
-        .hasMessageContaining("schema version 5 is newer than this binary supports (4)");
+        .hasMessageContaining("schema version " + (io.mbxrelay.store.RelayStore.SCHEMA_VERSION + 1)
+            + " is newer than this binary supports (" + io.mbxrelay.store.RelayStore.SCHEMA_VERSION + ")");
   }
 
   @Test
@@ -239,7 +319,7 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
         assertThat(rs.getString(3)).as("history of unknown origin never expires (expiry_from)").isNull();
         rs = st.executeQuery("SELECT v FROM meta WHERE k='schema_version'");
         rs.next();
-        assertThat(rs.getString(1)).isEqualTo("4");
+        assertThat(rs.getString(1)).isEqualTo(Integer.toString(io.mbxrelay.store.RelayStore.SCHEMA_VERSION));
         rs = st.executeQuery("SELECT count(*) FROM sqlite_master WHERE name='enrolments_name_unique'");
         rs.next();
         assertThat(rs.getInt(1)).isZero();
@@ -266,7 +346,7 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
       try (Statement st = s.connection().createStatement()) {
         ResultSet rs = st.executeQuery("SELECT v FROM meta WHERE k='schema_version'");
         rs.next();
-        assertThat(rs.getString(1)).isEqualTo("4");
+        assertThat(rs.getString(1)).isEqualTo(Integer.toString(io.mbxrelay.store.RelayStore.SCHEMA_VERSION));
         rs = st.executeQuery("SELECT count(*) FROM sqlite_master WHERE name IN ('deny_list','enrolment_clients')");
         rs.next();
         assertThat(rs.getInt(1)).isEqualTo(2);
@@ -304,7 +384,7 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
         .isEqualTo(java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
     // the line is taken out of the build output by LOGS (issue 22 item 7) before any appender sees it
     assertThat(LOGS.seen()).anySatisfy(l -> assertThat(l)
-        .contains("store schema version 2 will be migrated to 4").contains("[backup: " + backup + "]"));
+        .contains("store schema version 2 will be migrated to " + io.mbxrelay.store.RelayStore.SCHEMA_VERSION).contains("[backup: " + backup + "]"));
     try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + backup); Statement st = c.createStatement()) {
       ResultSet rs = st.executeQuery("PRAGMA quick_check");
       rs.next();
