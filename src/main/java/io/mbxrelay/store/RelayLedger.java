@@ -505,8 +505,9 @@ public final class RelayLedger implements RelayStore {
         return new AckOutcome.BadAck(epoch, head);
       }
       long through = a.through().getAsLong();
-      int deleted = backend.deleteThrough(a.targetPubkey(), through);
+      // raised first: a SQLite v5 store then needs no seq floor for the rows the ack deletes (Schema.SEQ_FLOOR_TRIGGER)
       long acked = backend.raiseAcked(a.targetPubkey(), through);
+      int deleted = backend.deleteThrough(a.targetPubkey(), through);
       return new AckOutcome.Done(acked, deleted, head);
     }
 

@@ -108,10 +108,12 @@ public final class SqliteToPostgres {
         for (String table : TABLES) {
           rows.put(table, copy(src, dst, table));
         }
-        // a v5 SQLite store keeps a seq floor; PostgreSQL keeps the next seq itself: one past the highest queued seq
-        st.execute("INSERT INTO seqs(target_pubkey, next_seq) SELECT target_pubkey, max(seq) + 1 FROM items"
-            + " GROUP BY target_pubkey ON CONFLICT(target_pubkey) DO UPDATE SET"
-            + " next_seq = GREATEST(seqs.next_seq, excluded.next_seq)");
+        // a v5 SQLite store keeps a seq floor; PostgreSQL keeps the next seq itself: the floor, one past the ack or one
+        // past the highest queued seq, the largest
+        st.execute("INSERT INTO seqs(target_pubkey, next_seq) SELECT target_pubkey, max(n) FROM ("
+            + "SELECT target_pubkey, acked_through + 1 AS n FROM acked UNION ALL"
+            + " SELECT target_pubkey, max(seq) + 1 FROM items GROUP BY target_pubkey) s GROUP BY target_pubkey"
+            + " ON CONFLICT(target_pubkey) DO UPDATE SET next_seq = GREATEST(seqs.next_seq, excluded.next_seq)");
         st.execute("SELECT setval(pg_get_serial_sequence('ops', 'id'), coalesce((SELECT max(id) FROM ops), 0) + 1,"
             + " false)");
         // the counters, from the copied rows

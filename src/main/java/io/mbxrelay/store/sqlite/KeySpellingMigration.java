@@ -221,7 +221,8 @@ final class KeySpellingMigration {
       update(conn, "UPDATE acked SET target_pubkey=? WHERE target_pubkey=?", c, b);
     } else {
       long next = Math.max(1, Math.max(longOf(conn, "SELECT max(seq) + 1 FROM items WHERE target_pubkey=?", c),
-          longOf(conn, "SELECT next_seq FROM seqs WHERE target_pubkey=?", c)));
+          Math.max(longOf(conn, "SELECT next_seq FROM seqs WHERE target_pubkey=?", c),
+              longOf(conn, "SELECT acked_through + 1 FROM acked WHERE target_pubkey=?", c))));
       List<Long> seqs = new ArrayList<>();
       try (PreparedStatement ps = conn.prepareStatement("SELECT seq FROM items WHERE target_pubkey=? ORDER BY seq")) {
         ps.setString(1, b);

@@ -30,13 +30,16 @@ final class Schema {
 
   /**
    * v5: {@code seqs.next_seq} is a floor, not the next seq itself. A push writes no {@code seqs} row (it was one
-   * scattered page per target per transaction, issue 18); instead every deleted item raises its target's floor past its
-   * seq, in the deleting statement's own transaction, whatever deleted it (ack, expiry, a rotation, an operator's
-   * {@code sqlite3}). So every seq ever given out is either still queued or below the floor, and a target's next seq is
-   * {@code max(floor, highest queued seq + 1)} ({@link SqliteReads#NEXT_SEQ}) in any snapshot: never reused, never
-   * lower than a seq a host was given.
+   * scattered page per target per transaction, issue 18); instead every deleted item above its target's
+   * {@code acked_through} raises the target's floor past its seq, in the deleting statement's own transaction, whatever
+   * deleted it (expiry, a rotation, an operator's {@code sqlite3}); an ack raises {@code acked_through} before it
+   * deletes, so it writes no floor. So every seq ever given out is still queued, at most {@code acked_through} (which
+   * never falls, and never passes the head) or below the floor, and a target's next seq is
+   * {@code max(floor, acked_through + 1, highest queued seq + 1)} ({@link SqliteReads#NEXT_SEQ}) in any snapshot:
+   * never reused, never lower than a seq a host was given.
    */
-  static final String SEQ_FLOOR_TRIGGER = "CREATE TRIGGER items_seq_floor AFTER DELETE ON items BEGIN"
+  static final String SEQ_FLOOR_TRIGGER = "CREATE TRIGGER items_seq_floor AFTER DELETE ON items"
+      + " WHEN old.seq > coalesce((SELECT acked_through FROM acked WHERE target_pubkey = old.target_pubkey), 0) BEGIN"
       + " INSERT INTO seqs(target_pubkey, next_seq) VALUES(old.target_pubkey, old.seq + 1)"
       + " ON CONFLICT(target_pubkey) DO UPDATE SET next_seq = excluded.next_seq"
       + " WHERE excluded.next_seq > seqs.next_seq; END";

@@ -235,6 +235,15 @@ public final class SqliteBackend extends JdbcLedgerBackend {
     this.onCommit = Objects.requireNonNull(observer);
   }
 
+  /**
+   * Sets when the usage log is used and how long its sweeps are (tests: the defaults are
+   * {@link WriterCounters#DIRECT_KEYS} and {@link WriterCounters#SWEEP_TRANSACTIONS}).
+   */
+  void usageLog(int directKeys, int sweepTransactions) {
+    state.directKeys = directKeys;
+    state.sweepTransactions = sweepTransactions;
+  }
+
   /** {@code meta.commits} as last committed by this writer (issue 10 item 3). Writer thread only. */
   public long commits() {
     return commits;
@@ -366,6 +375,19 @@ public final class SqliteBackend extends JdbcLedgerBackend {
       }
     }
     statements.clear();
+    // the usage log folded into its tables, so the closed store's tables are exact for every reader and tool
+    try (Statement st = conn.createStatement()) {
+      st.execute("BEGIN IMMEDIATE");
+      try {
+        UsageLog.foldAll(conn);
+        st.execute("COMMIT");
+      } catch (SQLException e) {
+        rollbackQuietly();
+        throw e;
+      }
+    } catch (SQLException e) {
+      LOG.warn("usage log fold at close failed; the next open folds it [error: {}]", e.getMessage());
+    }
     boolean truncated = false;
     try {
       try (Statement st = conn.createStatement(); ResultSet rs = st.executeQuery("PRAGMA wal_checkpoint(TRUNCATE)")) {
@@ -501,6 +523,7 @@ public final class SqliteBackend extends JdbcLedgerBackend {
     int[] mark = savepoints.pop();
     counters.undoCounts(mark[0]);
     counters.undoSeqs(mark[1]);
+    state.dropUnfolded(); // a fold inside the savepoint is undone with it: follow the log again
     try {
       statement("ROLLBACK TO s").execute();
       statement("RELEASE s").execute();

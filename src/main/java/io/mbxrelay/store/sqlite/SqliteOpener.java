@@ -398,6 +398,11 @@ public final class SqliteOpener {
       st.execute(Schema.QUEUE_USAGE);
       st.execute(Schema.SENDER_TOTALS);
       st.execute(Schema.DAMAGED_ITEMS);
+      st.execute(UsageLog.TABLE);
+      int folded = UsageLog.foldAll(conn); // values the last run logged and did not fold (it stopped uncleanly)
+      if (folded > 0) {
+        LOG.info("usage log folded at open [rows: {}]", folded);
+      }
       if (!usageExisted || olderWriter) {
         for (String sql : Schema.QUEUE_USAGE_BACKFILL) {
           st.execute(sql);

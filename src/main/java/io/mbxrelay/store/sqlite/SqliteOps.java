@@ -811,9 +811,10 @@ public final class SqliteOps {
           + " SELECT host_pubkey, record, sig, at FROM cur.enc_ad_records WHERE true"
           + " ON CONFLICT(host_pubkey) DO UPDATE SET record = excluded.record, sig = excluded.sig, at = excluded.at"
           + " WHERE excluded.at > enc_ad_records.at"));
-      // a target's next seq is its floor or one past its highest queued seq, whichever is larger (schema v5)
+      // a target's next seq: its floor, one past its ack or one past its highest queued seq, the largest (schema v5)
       carried.put("seq_floors", st.executeUpdate("INSERT INTO seqs(target_pubkey, next_seq)"
           + " SELECT target_pubkey, max(n) FROM (SELECT target_pubkey, next_seq AS n FROM cur.seqs UNION ALL"
+          + " SELECT target_pubkey, acked_through + 1 FROM cur.acked UNION ALL"
           + " SELECT target_pubkey, max(seq) + 1 FROM cur.items GROUP BY target_pubkey) GROUP BY target_pubkey"
           + " ON CONFLICT(target_pubkey) DO UPDATE SET next_seq = excluded.next_seq"
           + " WHERE excluded.next_seq > seqs.next_seq"));

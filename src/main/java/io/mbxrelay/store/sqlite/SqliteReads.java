@@ -52,11 +52,13 @@ public final class SqliteReads implements RelayReads {
       + " (SELECT record FROM enc_ad_records WHERE host_pubkey = ?4)";
 
   /**
-   * The next seq of the target named by {@code param}: the floor in {@code seqs} or one past the highest queued seq,
-   * whichever is larger (schema v5, {@link Schema#SEQ_FLOOR_TRIGGER}); two primary-key probes.
+   * The next seq of the target named by {@code param}: the floor in {@code seqs}, one past {@code acked_through} or one
+   * past the highest queued seq, whichever is largest (schema v5, {@link Schema#SEQ_FLOOR_TRIGGER}); three
+   * primary-key probes.
    */
   private static String nextSeq(String param) {
     return "max(coalesce((SELECT next_seq FROM seqs WHERE target_pubkey = " + param + "), 1),"
+        + " coalesce((SELECT acked_through FROM acked WHERE target_pubkey = " + param + "), 0) + 1,"
         + " coalesce((SELECT max(seq) FROM items WHERE target_pubkey = " + param + "), 0) + 1)";
   }
 

@@ -111,6 +111,11 @@ public final class SqliteRelayStore implements RelayStore {
     return SqliteOpener.closedCleanly(storeDir);
   }
 
+  /** Sets when the usage log is used and how long its sweeps are (tests of this package). */
+  void usageLog(int directKeys, int sweepTransactions) {
+    backend.usageLog(directKeys, sweepTransactions);
+  }
+
   /** The ledger over this store's backend. */
   public RelayLedger ledger() {
     return ledger;

@@ -66,15 +66,7 @@ final class WriterCounters {
   long[] senderTotalRow(String sender) throws SQLException {
     long[] u = state.senderTotals.get(sender);
     if (u == null) {
-      u = new long[2];
-      PreparedStatement ps = statements.get(SqlCatalogue.SENDER_TOTAL);
-      ps.setString(1, sender);
-      try (ResultSet rs = ps.executeQuery()) {
-        if (rs.next()) {
-          u[0] = rs.getLong(1);
-          u[1] = rs.getLong(2);
-        }
-      }
+      u = committedRow(UsageLog.SENDER, sender);
       long[] p = state.pendingSenders.get(sender);
       if (p != null) {
         u[0] += p[0];
@@ -88,6 +80,7 @@ final class WriterCounters {
   /** Queued items and bytes of the whole store, from {@code queue_usage} once, then kept. */
   long[] storeTotalsRow() throws SQLException {
     if (state.storeTotals == null) {
+      foldAllNow(); // the sum is over the table
       long[] u = new long[2];
       try (ResultSet rs = statements.get("SELECT coalesce(sum(items), 0), coalesce(sum(bytes), 0) FROM queue_usage")
           .executeQuery()) {
@@ -109,14 +102,9 @@ final class WriterCounters {
     WriterState.TargetUsage u = state.usage.get(target);
     if (u == null) {
       u = new WriterState.TargetUsage();
-      PreparedStatement ps = statements.get(SqlCatalogue.QUEUE_USAGE);
-      ps.setString(1, target);
-      try (ResultSet rs = ps.executeQuery()) {
-        if (rs.next()) {
-          u.items = rs.getLong(1);
-          u.bytes = rs.getLong(2);
-        }
-      }
+      long[] committed = committedRow(UsageLog.QUEUE, target);
+      u.items = committed[0];
+      u.bytes = committed[1];
       long[] p = state.pending.get(target);
       if (p != null) {
         u.items += p[0];
@@ -148,6 +136,7 @@ final class WriterCounters {
   long[] accountUsageRow(String account) throws SQLException {
     long[] u = state.accountUsage.get(account);
     if (u == null) {
+      foldAllNow(); // the sum is over the table
       PreparedStatement ps = statements.get(SqlCatalogue.ACCOUNT_USAGE);
       ps.setString(1, account);
       try (ResultSet rs = ps.executeQuery()) {
@@ -231,15 +220,17 @@ final class WriterCounters {
       }
     }
 
-    /** Adds {@code {items, bytes}} deltas to {@code table} (key column {@code key}). */
-    static Upsert deltas(String table, String key) {
+    /** Sets {@code {items, bytes}} values in {@code table} (key column {@code key}). */
+    static Upsert values(String table, String key) {
       return new Upsert("INSERT INTO " + table + "(" + key + ", items, bytes)", "(?, ?, ?)", "ON CONFLICT(" + key
-          + ") DO UPDATE SET items = items + excluded.items, bytes = bytes + excluded.bytes");
+          + ") DO UPDATE SET items = excluded.items, bytes = excluded.bytes");
     }
   }
 
-  private static final Upsert QUEUE_USAGE_DELTAS = Upsert.deltas("queue_usage", "target_pubkey");
-  private static final Upsert SENDER_TOTAL_DELTAS = Upsert.deltas("sender_totals", "sender_pubkey");
+  private static final Upsert QUEUE_USAGE_VALUES = Upsert.values("queue_usage", "target_pubkey");
+  private static final Upsert SENDER_TOTAL_VALUES = Upsert.values("sender_totals", "sender_pubkey");
+  private static final Upsert LOG_APPEND = new Upsert("INSERT INTO usage_log(kind, key, items, bytes)", "(?, ?, ?, ?)",
+      "");
 
   /**
    * Writes {@code n} rows with {@code upsert}'s statements, in chunks of {@link #UPSERT_CHUNKS} rows (issue 18: one
@@ -262,16 +253,83 @@ final class WriterCounters {
     }
   }
 
-  /** Adds each key's {@code {items, bytes}} delta with {@code upsert}; zero deltas are skipped. */
-  private void upsertDeltas(Upsert upsert, Map<String, long[]> deltas) throws SQLException {
-    List<Map.Entry<String, long[]>> rows = new ArrayList<>(deltas.size());
-    for (var e : deltas.entrySet()) {
-      if (e.getValue()[0] != 0 || e.getValue()[1] != 0) {
-        rows.add(e);
+  /**
+   * Transactions a sweep of the unfolded usage values takes: each folds about this fraction of them, in key order, so it
+   * rewrites a slice of the two tables' pages instead of one page per touched key. Longer sweeps coalesce more changes
+   * per page and keep more log rows (two sweeps' worth).
+   */
+  static final int SWEEP_TRANSACTIONS = 64;
+  /**
+   * At most this many keys (changed and unfolded together) are written straight into their tables, as before the log:
+   * a transaction that touches few keys (few targets and senders) gains nothing from the log.
+   */
+  static final int DIRECT_KEYS = 256;
+
+  /** The committed {items, bytes} of a key: its unfolded value, else its table row ({0, 0} without one). */
+  private long[] committedRow(int kind, String key) throws SQLException {
+    loadUnfolded();
+    long[] v = state.unfolded.get(UsageLog.mapKey(kind, key));
+    if (v != null) {
+      return new long[] {v[0], v[1]};
+    }
+    PreparedStatement ps = statements.get(kind == UsageLog.QUEUE ? SqlCatalogue.QUEUE_USAGE : SqlCatalogue.SENDER_TOTAL);
+    ps.setString(1, key);
+    long[] u = new long[2];
+    try (ResultSet rs = ps.executeQuery()) {
+      if (rs.next()) {
+        u[0] = rs.getLong(1);
+        u[1] = rs.getLong(2);
       }
     }
+    return u;
+  }
+
+  /** Replays the usage log into {@link WriterState#unfolded} when it does not follow the log (start, rollback). */
+  private void loadUnfolded() throws SQLException {
+    if (!state.unfoldedLoaded) {
+      state.unfolded.clear();
+      long last = UsageLog.replay(statements.get(UsageLog.REPLAY), state.unfolded);
+      state.logRows = last > 0;
+      state.sweepStartLogId = last;
+      state.sweepCursor = "";
+      state.sweepStep = 0;
+      state.unfoldedLoaded = true;
+    }
+  }
+
+  /** Folds the whole log into the tables in this transaction (before a sum over a table). */
+  private void foldAllNow() throws SQLException {
+    loadUnfolded();
+    if (state.logRows) {
+      for (String sql : UsageLog.FOLD_ALL) {
+        statements.get(sql).executeUpdate();
+      }
+      logEmptied();
+    }
+  }
+
+  private void logEmptied() {
+    state.unfolded.clear();
+    state.logRows = false;
+    state.sweepStartLogId = 0;
+    state.sweepCursor = "";
+    state.sweepStep = 0;
+  }
+
+  /** Sets each {@link UsageLog#mapKey}'s value in its table, in key order. */
+  private void writeValues(java.util.Collection<Map.Entry<String, long[]>> values) throws SQLException {
+    List<Map.Entry<String, long[]>> queues = new ArrayList<>();
+    List<Map.Entry<String, long[]>> senders = new ArrayList<>();
+    for (Map.Entry<String, long[]> e : values) {
+      (UsageLog.kindOf(e.getKey()) == UsageLog.QUEUE ? queues : senders).add(e);
+    }
+    upsertValues(QUEUE_USAGE_VALUES, queues);
+    upsertValues(SENDER_TOTAL_VALUES, senders);
+  }
+
+  private void upsertValues(Upsert upsert, List<Map.Entry<String, long[]>> rows) throws SQLException {
     upsertRows(upsert, rows.size(), (ps, i, r) -> {
-      ps.setString(i, rows.get(r).getKey());
+      ps.setString(i, rows.get(r).getKey().substring(1));
       ps.setLong(i + 1, rows.get(r).getValue()[0]);
       ps.setLong(i + 2, rows.get(r).getValue()[1]);
       return i + 3;
@@ -279,18 +337,102 @@ final class WriterCounters {
   }
 
   /**
-   * Writes each touched target's change to {@code queue_usage} and each sender's to {@code sender_totals}: one
-   * statement per target (per sender) per transaction.
+   * Right before COMMIT: the transaction's usage changes become new values, written straight into
+   * {@code queue_usage}/{@code sender_totals} when few keys are involved, else appended to the usage log; then the
+   * running sweep folds its next slice ({@link UsageLog}).
    */
   void writePendingUsage() throws SQLException {
     if (state.pending.isEmpty() && state.pendingSenders.isEmpty()) {
+      if (state.unfoldedLoaded && !state.unfolded.isEmpty()) {
+        sweepStep();
+      }
       return;
     }
-    upsertDeltas(QUEUE_USAGE_DELTAS, state.pending);
+    loadUnfolded();
+    java.util.TreeMap<String, long[]> changed = new java.util.TreeMap<>();
+    for (var e : state.pending.entrySet()) {
+      long[] d = e.getValue();
+      if (d[0] != 0 || d[1] != 0) {
+        WriterState.TargetUsage u = state.usage.get(e.getKey()); // kept with this transaction's changes in it
+        long[] v = u != null ? new long[] {u.items, u.bytes} : plus(committedRow(UsageLog.QUEUE, e.getKey()), d);
+        changed.put(UsageLog.mapKey(UsageLog.QUEUE, e.getKey()), v);
+      }
+    }
+    for (var e : state.pendingSenders.entrySet()) {
+      long[] d = e.getValue();
+      if (d[0] != 0 || d[1] != 0) {
+        long[] t = state.senderTotals.get(e.getKey());
+        long[] v = t != null ? new long[] {t[0], t[1]} : plus(committedRow(UsageLog.SENDER, e.getKey()), d);
+        changed.put(UsageLog.mapKey(UsageLog.SENDER, e.getKey()), v);
+      }
+    }
     state.pending.clear();
-    upsertDeltas(SENDER_TOTAL_DELTAS, state.pendingSenders);
     state.pendingSenders.clear();
     state.journal.clear();
+    if (!state.logRows && changed.size() <= state.directKeys) {
+      writeValues(changed.entrySet());
+      return;
+    }
+    if (state.logRows && state.unfolded.size() + changed.size() <= state.directKeys) {
+      state.unfolded.putAll(changed); // everything unfolded is written now and the log is superseded
+      writeValues(state.unfolded.entrySet());
+      statements.get("DELETE FROM usage_log").executeUpdate();
+      logEmptied();
+      return;
+    }
+    List<Map.Entry<String, long[]>> rows = new ArrayList<>(changed.entrySet());
+    upsertRows(LOG_APPEND, rows.size(), (ps, i, r) -> {
+      ps.setInt(i, UsageLog.kindOf(rows.get(r).getKey()));
+      ps.setString(i + 1, rows.get(r).getKey().substring(1));
+      ps.setLong(i + 2, rows.get(r).getValue()[0]);
+      ps.setLong(i + 3, rows.get(r).getValue()[1]);
+      return i + 4;
+    });
+    state.unfolded.putAll(changed);
+    state.logRows = true;
+    sweepStep();
+  }
+
+  private static long[] plus(long[] a, long[] b) {
+    return new long[] {a[0] + b[0], a[1] + b[1]};
+  }
+
+  /**
+   * Folds the running sweep's next slice of {@link WriterState#unfolded} (about {@code 1/SWEEP_TRANSACTIONS} of it, in
+   * key order). When the sweep reaches the last key, the log rows it superseded are deleted (all of them when nothing
+   * is left unfolded) and the next sweep starts.
+   */
+  private void sweepStep() throws SQLException {
+    int stepsLeft = Math.max(1, state.sweepTransactions - state.sweepStep);
+    int n = (state.unfolded.size() + stepsLeft - 1) / stepsLeft;
+    List<Map.Entry<String, long[]>> slice = new ArrayList<>(n);
+    var it = state.unfolded.tailMap(state.sweepCursor, false).entrySet().iterator();
+    while (slice.size() < n && it.hasNext()) {
+      var e = it.next();
+      slice.add(Map.entry(e.getKey(), e.getValue()));
+      it.remove();
+    }
+    writeValues(slice);
+    if (it.hasNext()) {
+      state.sweepCursor = slice.get(slice.size() - 1).getKey();
+      state.sweepStep++;
+      return;
+    }
+    // the sweep is over: every key logged up to its start has been folded since
+    if (state.unfolded.isEmpty()) {
+      statements.get("DELETE FROM usage_log").executeUpdate();
+      logEmptied();
+      return;
+    }
+    PreparedStatement delete = statements.get(UsageLog.DELETE_THROUGH);
+    delete.setLong(1, state.sweepStartLogId);
+    delete.executeUpdate();
+    try (ResultSet rs = statements.get(UsageLog.LAST_ID).executeQuery()) {
+      rs.next();
+      state.sweepStartLogId = rs.getLong(1);
+    }
+    state.sweepCursor = "";
+    state.sweepStep = 0;
   }
 
   /**

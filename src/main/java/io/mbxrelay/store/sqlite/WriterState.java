@@ -63,6 +63,26 @@ final class WriterState {
   /** sender → {items, bytes} changed in the open transaction, written to {@code sender_totals} before COMMIT. */
   final Map<String, long[]> pendingSenders = new HashMap<>();
 
+  /**
+   * Committed usage values that are in the usage log but not yet in {@code queue_usage}/{@code sender_totals}
+   * ({@link UsageLog}): {@link UsageLog#mapKey} → {items, bytes}, in key order for the sweep that folds them.
+   */
+  final java.util.TreeMap<String, long[]> unfolded = new java.util.TreeMap<>();
+  /** {@link WriterCounters#DIRECT_KEYS}; lower in tests, so few keys take the log's path. */
+  int directKeys = WriterCounters.DIRECT_KEYS;
+  /** {@link WriterCounters#SWEEP_TRANSACTIONS}; lower in tests, so sweeps end often. */
+  int sweepTransactions = WriterCounters.SWEEP_TRANSACTIONS;
+  /** Whether {@link #unfolded} and the sweep position follow the log; false: replay the log before any use. */
+  boolean unfoldedLoaded;
+  /** Whether {@code usage_log} may hold rows. */
+  boolean logRows;
+  /** The next key the running sweep folds from ("" at its start). */
+  String sweepCursor = "";
+  /** Transactions since the running sweep started. */
+  int sweepStep;
+  /** The largest log row id when the running sweep started: rows up to it are superseded once it ends. */
+  long sweepStartLogId;
+
   /** sender → {items, bytes} over all targets, as the open transaction sees it (loaded on first use). */
   final LinkedHashMap<String, long[]> senderTotals = new LinkedHashMap<>(1024, 0.75f, true) {
     @Override
@@ -127,8 +147,17 @@ final class WriterState {
     allowlistKeys = 0;
   }
 
+  /** Forgets the unfolded values and the sweep: they are replayed from the log before their next use. */
+  void dropUnfolded() {
+    unfolded.clear();
+    unfoldedLoaded = false;
+    sweepCursor = "";
+    sweepStep = 0;
+  }
+
   /** Drops everything (after a failed transaction or a change made by another process). */
   void dropAll() {
+    dropUnfolded();
     nextSeq.clear();
     pending.clear();
     pendingSenders.clear();

@@ -55,11 +55,12 @@ class CleanCloseTest {
     return Files.size(p);
   }
 
-  /** The first leaf page of the items table. */
+  /** The byte offset of the first leaf page of the items table (the store's own page size, 8 KiB for new ones). */
   private static long itemsLeafPage(Path db) throws Exception {
     try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + db + "?open_mode=1");
         Statement st = c.createStatement();
-        ResultSet rs = st.executeQuery("SELECT pageno FROM dbstat WHERE name='items' AND pagetype='leaf' LIMIT 1")) {
+        ResultSet rs = st.executeQuery("SELECT (pageno - 1) * (SELECT page_size FROM pragma_page_size) FROM dbstat"
+            + " WHERE name='items' AND pagetype='leaf' LIMIT 1")) {
       assertThat(rs.next()).isTrue();
       return rs.getLong(1);
     }
@@ -88,7 +89,7 @@ class CleanCloseTest {
     long page = itemsLeafPage(db);
     assertThat(dir.resolve(CleanClose.FILE)).exists();
     try (RandomAccessFile f = new RandomAccessFile(db.toFile(), "rw")) {
-      f.seek((page - 1) * 4096 + 3); // the leaf's cell count
+      f.seek(page + 3); // the leaf's cell count
       f.write(0x7f);
       f.write(0xff);
     }
@@ -109,7 +110,7 @@ class CleanCloseTest {
       long page = itemsLeafPage(db);
       try (SqliteRelayStore s = open(dir)) { // the start-up check passes; then another process flips the page
         try (RandomAccessFile f = new RandomAccessFile(db.toFile(), "rw")) {
-          f.seek((page - 1) * 4096 + 3);
+          f.seek(page + 3);
           f.write(0x7f);
           f.write(0xff);
         }
@@ -132,7 +133,7 @@ class CleanCloseTest {
     long mtime = Files.getLastModifiedTime(db).toMillis();
     Files.delete(dir.resolve(CleanClose.FILE)); // as after a crash: the open took the marker and never closed
     try (RandomAccessFile f = new RandomAccessFile(db.toFile(), "rw")) {
-      f.seek((page - 1) * 4096 + 3);
+      f.seek(page + 3);
       f.write(0x7f);
       f.write(0xff);
     }

@@ -192,6 +192,12 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
       assertThat(s.execute(new io.mbxrelay.store.StoreCommand.Ack(b, s.epoch(), java.util.OptionalLong.of(fourth))))
           .as("the other three deleted; the head stays")
           .isEqualTo(new io.mbxrelay.store.model.AckOutcome.Done(fourth, 3, fourth));
+      try (Statement st = s.connection().createStatement()) {
+        ResultSet rs = st.executeQuery("SELECT next_seq FROM seqs WHERE target_pubkey = '" + b + "'");
+        assertThat(rs.next()).isTrue();
+        assertThat(rs.getLong(1)).as("the ack's deletions raised no floor: acked_through covers them")
+            .isEqualTo(third + 1);
+      }
     }
     try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, stopped, defaults(), 5000, 0)) {
       assertThat(pushedSeq(s, "01JDQ7ZXK20000000000000005")).as("an emptied queue goes on after its top")
@@ -228,6 +234,56 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
       }
       assertThat(pushedSeq(s, "01JDQ7ZXK20000000000000002")).as("the v4 next_seq is kept as the floor")
           .isEqualTo(first + 7);
+    }
+  }
+
+  @Test
+  void usage_left_in_the_usage_log_by_a_stop_without_close_is_folded_at_the_next_open(@TempDir Path d)
+      throws Exception {
+    Path crashed = d.resolve("crashed");
+    try (SqliteRelayStore s = SqliteRelayStore.open(d.resolve("live"), relayKey, Clock.systemUTC(), defaults(), 5000,
+        0)) {
+      s.usageLog(0, 1_000); // every change through the log, no sweep ends: the tables stay behind
+      s.execute(new io.mbxrelay.store.StoreCommand.Enrol("alpha", a, "", null, null));
+      s.execute(new io.mbxrelay.store.StoreCommand.Enrol("beta", b, "", null, null));
+      s.execute(new io.mbxrelay.store.StoreCommand.Enrol("gamma", c, "", null, null));
+      long top = 0;
+      for (int i = 0; i < 5; i++) {
+        io.mbxrelay.store.model.PushOutcome out = s.execute(new io.mbxrelay.store.StoreCommand.Push(a, "alpha",
+            "envelope", "01JDQ7ZXK2000000000000000" + i, List.of(target(b, "to b " + i), target(c, "to c " + i))));
+        top = ((io.mbxrelay.store.model.PushOutcome.Stored) out).targets().get(0).seq();
+      }
+      assertThat(s.execute(new io.mbxrelay.store.StoreCommand.Ack(b, s.epoch(), java.util.OptionalLong.of(top))))
+          .isEqualTo(new io.mbxrelay.store.model.AckOutcome.Done(top, 5, top));
+      try (Statement st = s.connection().createStatement()) {
+        ResultSet rs = st.executeQuery("SELECT (SELECT count(*) FROM usage_log),"
+            + " (SELECT coalesce(sum(items), 0) FROM queue_usage)");
+        rs.next();
+        assertThat(rs.getLong(1)).as("log rows").isPositive();
+        assertThat(rs.getLong(2)).as("the table behind the log").isLessThan(5 + 5);
+      }
+      // a copy of the committed files as they are now: what a crash (or a power loss) leaves
+      java.nio.file.Files.createDirectories(crashed);
+      for (String f : List.of("relay.db", "relay.db-wal")) {
+        if (java.nio.file.Files.exists(d.resolve("live").resolve(f))) {
+          java.nio.file.Files.copy(d.resolve("live").resolve(f), crashed.resolve(f));
+        }
+      }
+    }
+    try (SqliteRelayStore s = SqliteRelayStore.open(crashed, relayKey, Clock.systemUTC(), defaults(), 5000, 0);
+        Statement st = s.connection().createStatement()) {
+      ResultSet rs = st.executeQuery("SELECT count(*) FROM usage_log");
+      rs.next();
+      assertThat(rs.getLong(1)).as("folded at open").isZero();
+      rs = st.executeQuery("SELECT target_pubkey, items FROM queue_usage WHERE items > 0");
+      java.util.Map<String, Long> usage = new java.util.HashMap<>();
+      while (rs.next()) {
+        usage.put(rs.getString(1), rs.getLong(2));
+      }
+      assertThat(usage).as("b acked everything; c holds five").isEqualTo(java.util.Map.of(c, 5L));
+      rs = st.executeQuery("SELECT items FROM sender_totals WHERE sender_pubkey = '" + a + "'");
+      assertThat(rs.next()).isTrue();
+      assertThat(rs.getLong(1)).isEqualTo(5);
     }
   }
 

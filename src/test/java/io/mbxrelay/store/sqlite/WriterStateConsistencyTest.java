@@ -40,6 +40,31 @@ class WriterStateConsistencyTest {
 
   @Test
   void warm_and_cold_writer_state_answer_every_command_alike(@TempDir Path dir) throws Exception {
+    history(dir, false);
+  }
+
+  /**
+   * The same with the warm store writing every usage change through the usage log and folding it in sweeps of three
+   * transactions (a live relay does so above {@link WriterCounters#DIRECT_KEYS} keys per transaction): after every
+   * transaction the tables overlaid with each key's newest log row equal the recount, and the log is folded at close.
+   */
+  @Test
+  void warm_state_through_the_usage_log_answers_every_command_alike(@TempDir Path dir) throws Exception {
+    history(dir, true);
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + dir.resolve("warm").resolve(SqliteSettings.DB_FILE));
+        Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT count(*) FROM usage_log")) {
+      rs.next();
+      assertThat(rs.getLong(1)).as("log rows left after a clean close").isZero();
+    }
+    assertThat(logSizes).as("the log grew and sweeps shrank it").contains(0L).anyMatch(n -> n > 0);
+    assertThat(logShrank).as("a sweep deleted superseded rows while others stayed").isTrue();
+  }
+
+  /** Log rows seen after each transaction of the last history. */
+  private final List<Long> logSizes = new ArrayList<>();
+  private boolean logShrank;
+
+  private void history(Path dir, boolean throughLog) throws Exception {
     RelayConfig.Limits limits = ConfigLoader.load(null, Map.of(
         "MBX_RELAY_LIMITS_MAX_QUEUE_ITEMS", "25", "MBX_RELAY_LIMITS_MAX_SENDER_ITEMS", "9",
         "MBX_RELAY_LIMITS_MAX_OWNER_ITEMS", "40", "MBX_RELAY_LIMITS_MAX_QUEUE_BYTES", "4096",
@@ -58,6 +83,9 @@ class WriterStateConsistencyTest {
     Random random = new Random(42);
     retired.clear();
     try (SqliteRelayStore warm = SqliteRelayStore.open(warmDir, relayKey, warmClock, limits, 5000, 0)) {
+      if (throughLog) {
+        warm.usageLog(0, 3);
+      }
       SqliteRelayStore.open(coldDir, relayKey, coldClock, limits, 5000, 0).close();
       List<StoreCommand<?>> setup = new ArrayList<>();
       for (int i = 0; i < keys.size(); i++) {
@@ -87,7 +115,11 @@ class WriterStateConsistencyTest {
           assertThat(normalise(c, cold.epoch())).as("transaction %d: %s", tx, commands)
               .isEqualTo(normalise(w, warm.epoch()));
         }
-        assertUsageMatchesItems(warmDir.resolve(SqliteSettings.DB_FILE));
+        long logged = assertUsageMatchesItems(warmDir.resolve(SqliteSettings.DB_FILE));
+        if (!logSizes.isEmpty() && logged > 0 && logged < logSizes.get(logSizes.size() - 1)) {
+          logShrank = true;
+        }
+        logSizes.add(logged);
       }
       // the history went through every path the in-memory state must follow
       assertThat(seen).as("outcomes seen").containsKeys("fresh", "fresh multi-target", "duplicate", "rejected quota",
@@ -240,10 +272,24 @@ class WriterStateConsistencyTest {
     return out;
   }
 
-  private static void assertUsageMatchesItems(Path db) throws Exception {
+  /**
+   * A usage table as the store's state has it: the table's rows overlaid with each key's newest usage log row
+   * ({@link UsageLog}).
+   */
+  private static String current(String table, String key, int kind) {
+    String newest = "SELECT key, items, bytes FROM usage_log WHERE kind = " + kind
+        + " AND id IN (SELECT max(id) FROM usage_log GROUP BY kind, key)";
+    return "(SELECT " + key + ", items, bytes FROM " + table + " WHERE " + key + " NOT IN (SELECT key FROM usage_log"
+        + " WHERE kind = " + kind + ") UNION ALL SELECT key AS " + key + ", items, bytes FROM (" + newest + "))";
+  }
+
+  /** Checks the counters against a recount of the items; returns the usage log's rows. */
+  private static long assertUsageMatchesItems(Path db) throws Exception {
+    String queueUsage = current("queue_usage", "target_pubkey", UsageLog.QUEUE);
+    String senderTotals = current("sender_totals", "sender_pubkey", UsageLog.SENDER);
     try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + db); Statement st = c.createStatement()) {
       try (ResultSet rs = st.executeQuery("SELECT q.target_pubkey, q.items, q.bytes, count(i.seq),"
-          + " coalesce(sum(i.bytes), 0) FROM queue_usage q LEFT JOIN items i ON i.target_pubkey = q.target_pubkey"
+          + " coalesce(sum(i.bytes), 0) FROM " + queueUsage + " q LEFT JOIN items i ON i.target_pubkey = q.target_pubkey"
           + " GROUP BY q.target_pubkey")) {
         while (rs.next()) {
           assertThat(new long[] {rs.getLong(2), rs.getLong(3)}).as("queue_usage of %s", rs.getString(1))
@@ -251,28 +297,34 @@ class WriterStateConsistencyTest {
         }
       }
       try (ResultSet rs = st.executeQuery("SELECT count(*) FROM (SELECT DISTINCT target_pubkey FROM items)"
-          + " WHERE target_pubkey NOT IN (SELECT target_pubkey FROM queue_usage)")) {
+          + " WHERE target_pubkey NOT IN (SELECT target_pubkey FROM " + queueUsage + ")")) {
         rs.next();
         assertThat(rs.getLong(1)).as("targets with items but no queue_usage row").isZero();
       }
       try (ResultSet rs = st.executeQuery("SELECT t.sender_pubkey, t.items, t.bytes, (SELECT count(*) FROM items i"
           + " WHERE i.sender_pubkey = t.sender_pubkey), (SELECT coalesce(sum(bytes), 0) FROM items i"
-          + " WHERE i.sender_pubkey = t.sender_pubkey) FROM sender_totals t")) {
+          + " WHERE i.sender_pubkey = t.sender_pubkey) FROM " + senderTotals + " t")) {
         while (rs.next()) {
           assertThat(new long[] {rs.getLong(2), rs.getLong(3)}).as("sender_totals of %s", rs.getString(1))
               .containsExactly(rs.getLong(4), rs.getLong(5));
         }
       }
       try (ResultSet rs = st.executeQuery("SELECT count(*) FROM (SELECT DISTINCT sender_pubkey FROM items)"
-          + " WHERE sender_pubkey NOT IN (SELECT sender_pubkey FROM sender_totals)")) {
+          + " WHERE sender_pubkey NOT IN (SELECT sender_pubkey FROM " + senderTotals + ")")) {
         rs.next();
         assertThat(rs.getLong(1)).as("senders with items but no sender_totals row").isZero();
       }
+      // (targets with a floor only: a rotation points the old key's dedup rows, with the old key's seqs, at the new key)
       try (ResultSet rs = st.executeQuery("SELECT count(*) FROM dedup d JOIN seqs s ON s.target_pubkey ="
-          + " d.target_pubkey WHERE d.seq >= s.next_seq AND NOT EXISTS (SELECT 1 FROM items i"
-          + " WHERE i.target_pubkey = d.target_pubkey AND i.seq = d.seq)")) {
+          + " d.target_pubkey WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.target_pubkey = d.target_pubkey"
+          + " AND i.seq = d.seq) AND d.seq >= max(s.next_seq,"
+          + " coalesce((SELECT acked_through FROM acked a WHERE a.target_pubkey = d.target_pubkey), 0) + 1)")) {
         rs.next();
-        assertThat(rs.getLong(1)).as("items given out and deleted at or above their target's seq floor").isZero();
+        assertThat(rs.getLong(1)).as("items given out and deleted at or above their target's floor and ack").isZero();
+      }
+      try (ResultSet rs = st.executeQuery("SELECT count(*) FROM usage_log")) {
+        rs.next();
+        return rs.getLong(1);
       }
     }
   }
