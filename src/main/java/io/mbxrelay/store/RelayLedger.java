@@ -861,8 +861,8 @@ public final class RelayLedger implements RelayStore {
     public Long ackV1(StoreCommand.AckV1 a) throws StoreException {
       long head = backend.nextSeq(a.targetPubkey()) - 1;
       long cursor = Math.max(0, Math.min(head, a.cursor().orElse(0)));
+      backend.raiseAcked(a.targetPubkey(), cursor); // first, as in ack
       backend.deleteThrough(a.targetPubkey(), cursor);
-      backend.raiseAcked(a.targetPubkey(), cursor);
       return cursor;
     }
   }

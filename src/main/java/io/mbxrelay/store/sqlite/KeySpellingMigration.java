@@ -223,6 +223,10 @@ final class KeySpellingMigration {
       long next = Math.max(1, Math.max(longOf(conn, "SELECT max(seq) + 1 FROM items WHERE target_pubkey=?", c),
           Math.max(longOf(conn, "SELECT next_seq FROM seqs WHERE target_pubkey=?", c),
               longOf(conn, "SELECT acked_through + 1 FROM acked WHERE target_pubkey=?", c))));
+      // b's own next seq, taken before its items move (schema v5: floor, ack or highest queued seq + 1, the largest)
+      long bNext = Math.max(longOf(conn, "SELECT next_seq FROM seqs WHERE target_pubkey=?", b),
+          Math.max(longOf(conn, "SELECT acked_through + 1 FROM acked WHERE target_pubkey=?", b),
+              longOf(conn, "SELECT max(seq) + 1 FROM items WHERE target_pubkey=?", b)));
       List<Long> seqs = new ArrayList<>();
       try (PreparedStatement ps = conn.prepareStatement("SELECT seq FROM items WHERE target_pubkey=? ORDER BY seq")) {
         ps.setString(1, b);
@@ -249,7 +253,6 @@ final class KeySpellingMigration {
           map.executeUpdate();
         }
       }
-      long bNext = longOf(conn, "SELECT next_seq FROM seqs WHERE target_pubkey=?", b);
       update(conn, "INSERT INTO seqs(target_pubkey, next_seq) VALUES (?, ?) ON CONFLICT(target_pubkey)"
           + " DO UPDATE SET next_seq = max(next_seq, excluded.next_seq)", c, Long.toString(Math.max(next, bNext)));
       update(conn, "DELETE FROM seqs WHERE target_pubkey=?", b);

@@ -523,7 +523,7 @@ public final class SqliteBackend extends JdbcLedgerBackend {
     int[] mark = savepoints.pop();
     counters.undoCounts(mark[0]);
     counters.undoSeqs(mark[1]);
-    state.dropUnfolded(); // a fold inside the savepoint is undone with it: follow the log again
+    // the usage log and its in-memory copy change only at COMMIT (WriterCounters.writePendingUsage): nothing to undo
     try {
       statement("ROLLBACK TO s").execute();
       statement("RELEASE s").execute();

@@ -53,6 +53,23 @@ final class UsageLog {
           + " ORDER BY key ON CONFLICT(sender_pubkey) DO UPDATE SET items = excluded.items, bytes = excluded.bytes",
       "DELETE FROM usage_log");
 
+  /**
+   * {@code queue_usage} as the committed state has it, as a subquery {@code (target_pubkey, items, bytes)}: the table's
+   * rows overlaid with each target's newest log row.
+   */
+  static final String QUEUE_USAGE_NOW = "(SELECT target_pubkey, items, bytes FROM queue_usage WHERE target_pubkey NOT IN"
+      + " (SELECT key FROM usage_log WHERE kind = " + QUEUE + ") UNION ALL SELECT key, items, bytes" + NEWEST + QUEUE
+      + ")";
+
+  /** Queued items and bytes of the whole store with the log overlaid. */
+  static final String STORE_TOTALS_NOW = "SELECT coalesce(sum(items), 0), coalesce(sum(bytes), 0) FROM "
+      + QUEUE_USAGE_NOW;
+
+  /** {@link io.mbxrelay.store.jdbc.SqlCatalogue#ACCOUNT_USAGE} with the log overlaid: {@code (account)}. */
+  static final String ACCOUNT_USAGE_NOW = "SELECT coalesce(sum(q.items), 0), coalesce(sum(q.bytes), 0)"
+      + " FROM enrolments e JOIN " + QUEUE_USAGE_NOW + " q ON q.target_pubkey = e.host_pubkey WHERE e.account = ?"
+      + " AND e.revoked_at IS NULL";
+
   /** The log in id order: {@code (id, kind, key, items, bytes)}. */
   static final String REPLAY = "SELECT id, kind, key, items, bytes FROM usage_log ORDER BY id";
 

@@ -80,10 +80,10 @@ final class WriterCounters {
   /** Queued items and bytes of the whole store, from {@code queue_usage} once, then kept. */
   long[] storeTotalsRow() throws SQLException {
     if (state.storeTotals == null) {
-      foldAllNow(); // the sum is over the table
       long[] u = new long[2];
-      try (ResultSet rs = statements.get("SELECT coalesce(sum(items), 0), coalesce(sum(bytes), 0) FROM queue_usage")
-          .executeQuery()) {
+      loadUnfolded();
+      try (ResultSet rs = statements.get(state.logRows ? UsageLog.STORE_TOTALS_NOW
+          : "SELECT coalesce(sum(items), 0), coalesce(sum(bytes), 0) FROM queue_usage").executeQuery()) {
         rs.next();
         u[0] = rs.getLong(1);
         u[1] = rs.getLong(2);
@@ -136,8 +136,8 @@ final class WriterCounters {
   long[] accountUsageRow(String account) throws SQLException {
     long[] u = state.accountUsage.get(account);
     if (u == null) {
-      foldAllNow(); // the sum is over the table
-      PreparedStatement ps = statements.get(SqlCatalogue.ACCOUNT_USAGE);
+      loadUnfolded();
+      PreparedStatement ps = statements.get(state.logRows ? UsageLog.ACCOUNT_USAGE_NOW : SqlCatalogue.ACCOUNT_USAGE);
       ps.setString(1, account);
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
@@ -296,17 +296,6 @@ final class WriterCounters {
       state.sweepCursor = "";
       state.sweepStep = 0;
       state.unfoldedLoaded = true;
-    }
-  }
-
-  /** Folds the whole log into the tables in this transaction (before a sum over a table). */
-  private void foldAllNow() throws SQLException {
-    loadUnfolded();
-    if (state.logRows) {
-      for (String sql : UsageLog.FOLD_ALL) {
-        statements.get(sql).executeUpdate();
-      }
-      logEmptied();
     }
   }
 
