@@ -162,14 +162,12 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
   @Test
   void a_push_writes_no_seq_row_and_no_seq_is_given_out_twice_whatever_deletes_the_items(@TempDir Path d)
       throws Exception {
-    // schema v5: seqs holds a floor the trigger raises on every delete; the next seq is max(floor, top seq + 1). A
-    // stopped clock makes seqs consecutive (seq = max(next seq, now)), so a reused seq would show.
-    Clock stopped = Clock.fixed(java.time.Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS),
-        java.time.ZoneOffset.UTC);
+    // schema v5: seqs holds a floor the trigger raises on deletes above the ack; the next seq is max(floor, ack + 1,
+    // top seq + 1)
+    Clock stopped = stoppedClock();
     long third;
     try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, stopped, defaults(), 5000, 0)) {
-      s.execute(new io.mbxrelay.store.StoreCommand.Enrol("alpha", a, "", null, null));
-      s.execute(new io.mbxrelay.store.StoreCommand.Enrol("beta", b, "", null, null));
+      enrolAlphaBeta(s);
       long first = pushedSeq(s, "01JDQ7ZXK20000000000000001");
       assertThat(pushedSeq(s, "01JDQ7ZXK20000000000000002")).isEqualTo(first + 1);
       third = pushedSeq(s, "01JDQ7ZXK20000000000000003");
@@ -208,12 +206,10 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
   @Test
   void a_version_4_store_is_migrated_to_5_with_the_seq_floor_trigger_and_its_seqs_kept(@TempDir Path d)
       throws Exception {
-    Clock stopped = Clock.fixed(java.time.Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS),
-        java.time.ZoneOffset.UTC);
+    Clock stopped = stoppedClock();
     long first;
     try (SqliteRelayStore s = SqliteRelayStore.open(d, relayKey, stopped, defaults(), 5000, 0)) {
-      s.execute(new io.mbxrelay.store.StoreCommand.Enrol("alpha", a, "", null, null));
-      s.execute(new io.mbxrelay.store.StoreCommand.Enrol("beta", b, "", null, null));
+      enrolAlphaBeta(s);
       first = pushedSeq(s, "01JDQ7ZXK20000000000000001");
     }
     // the v4 shape: no trigger, and seqs.next_seq exact as a v4 writer kept it (here: later seqs were given out and
@@ -288,6 +284,17 @@ class SqliteRelayStoreTest extends RelayStoreContractTest {
       assertThat(rs.next()).isTrue();
       assertThat(rs.getLong(1)).isEqualTo(5);
     }
+  }
+
+  /** A clock that never moves: seqs ({@code max(next seq, now)}) come out consecutive, so a reused one shows. */
+  private static Clock stoppedClock() {
+    return Clock.fixed(java.time.Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS),
+        java.time.ZoneOffset.UTC);
+  }
+
+  private void enrolAlphaBeta(SqliteRelayStore s) throws Exception {
+    s.execute(new io.mbxrelay.store.StoreCommand.Enrol("alpha", a, "", null, null));
+    s.execute(new io.mbxrelay.store.StoreCommand.Enrol("beta", b, "", null, null));
   }
 
   private long pushedSeq(SqliteRelayStore s, String itemId) throws Exception {
