@@ -34,8 +34,10 @@ import org.sqlite.SQLiteException;
  * runs the commands over it.
  *
  * <p>Group commit: a transaction is {@code BEGIN IMMEDIATE} … {@code COMMIT} under {@code synchronous=FULL}; the
- * per-target {@code queue_usage} and {@code sender_totals} rows are written once per touched key right
- * before COMMIT (a push writes no {@code seqs} row: schema v5, {@link Schema#SEQ_FLOOR_TRIGGER}) from the writer's in-memory state ({@link WriterState}, kept by {@link WriterCounters}), which
+ * per-target {@code queue_usage} and {@code sender_totals} values are written once per touched key right before
+ * COMMIT (into the tables or the usage log; a push writes no {@code seqs} row: schema v5,
+ * {@link Schema#SEQ_FLOOR_TRIGGER}) from the writer's in-memory state ({@link WriterState}, kept by
+ * {@link WriterCounters}), which
  * savepoint rollbacks undo through a journal. The table operations it runs as PostgreSQL does are in
  * {@link JdbcLedgerBackend}.
  *
@@ -375,18 +377,21 @@ public final class SqliteBackend extends JdbcLedgerBackend {
       }
     }
     statements.clear();
-    // the usage log folded into its tables, so the closed store's tables are exact for every reader and tool
-    try (Statement st = conn.createStatement()) {
-      st.execute("BEGIN IMMEDIATE");
-      try {
-        UsageLog.foldAll(conn);
-        st.execute("COMMIT");
+    // the usage log folded into its tables, so the closed store's tables are exact for every reader and tool (no
+    // transaction when the writer knows the log is empty)
+    if (!state.unfoldedLoaded || state.logRows) {
+      try (Statement st = conn.createStatement()) {
+        st.execute("BEGIN IMMEDIATE");
+        try {
+          UsageLog.foldAll(conn);
+          st.execute("COMMIT");
+        } catch (SQLException e) {
+          rollbackQuietly();
+          throw e;
+        }
       } catch (SQLException e) {
-        rollbackQuietly();
-        throw e;
+        LOG.warn("usage log fold at close failed; the next open folds it [error: {}]", e.getMessage());
       }
-    } catch (SQLException e) {
-      LOG.warn("usage log fold at close failed; the next open folds it [error: {}]", e.getMessage());
     }
     boolean truncated = false;
     try {

@@ -42,6 +42,9 @@ final class UsageLog {
     return mapKey.charAt(0) == 'q' ? QUEUE : SENDER;
   }
 
+  /** Empties the log. */
+  static final String DELETE_ALL = "DELETE FROM usage_log";
+
   private static final String NEWEST = " FROM usage_log WHERE id IN (SELECT max(id) FROM usage_log GROUP BY kind, key)"
       + " AND kind = ";
 
@@ -51,7 +54,7 @@ final class UsageLog {
           + " ORDER BY key ON CONFLICT(target_pubkey) DO UPDATE SET items = excluded.items, bytes = excluded.bytes",
       "INSERT INTO sender_totals(sender_pubkey, items, bytes) SELECT key, items, bytes" + NEWEST + SENDER
           + " ORDER BY key ON CONFLICT(sender_pubkey) DO UPDATE SET items = excluded.items, bytes = excluded.bytes",
-      "DELETE FROM usage_log");
+      DELETE_ALL);
 
   /**
    * {@code queue_usage} as the committed state has it, as a subquery {@code (target_pubkey, items, bytes)}: the table's

@@ -13,9 +13,9 @@ import java.util.Optional;
 /**
  * The writer's counters and seqs over its cached state ({@link WriterState}): loads an entry from the tables on first
  * use (as the writer's own connection sees them, the open transaction included), counts every row the writer adds or
- * deletes, takes changes back to a savepoint through the journals, and writes each touched key's
- * {@code queue_usage} and {@code sender_totals} row once right before COMMIT (a seq is written by no one: schema v5) (docs/architecture.md "The writer's
- * state"). SQLite only: one writer, so what it counted is what the tables will hold.
+ * deletes, takes changes back to a savepoint through the journals, and writes each touched key's {@code queue_usage}
+ * and {@code sender_totals} value once right before COMMIT, into the tables or the usage log ({@link UsageLog}); no seq
+ * is written (schema v5; docs/architecture.md "The writer's state"). SQLite only: one writer, so what it counted is what the tables will hold.
  *
  * <p>Threading: writer thread only.
  */
@@ -292,19 +292,17 @@ final class WriterCounters {
       state.unfolded.clear();
       long last = UsageLog.replay(statements.get(UsageLog.REPLAY), state.unfolded);
       state.logRows = last > 0;
-      state.sweepStartLogId = last;
-      state.sweepCursor = "";
-      state.sweepStep = 0;
+      state.startSweep(last);
       state.unfoldedLoaded = true;
     }
   }
 
-  private void logEmptied() {
+  /** Deletes every log row: whatever was unfolded is in the tables now. */
+  private void emptyLog() throws SQLException {
+    statements.get(UsageLog.DELETE_ALL).executeUpdate();
     state.unfolded.clear();
     state.logRows = false;
-    state.sweepStartLogId = 0;
-    state.sweepCursor = "";
-    state.sweepStep = 0;
+    state.startSweep(0);
   }
 
   /** Sets each {@link UsageLog#mapKey}'s value in its table, in key order. */
@@ -367,8 +365,7 @@ final class WriterCounters {
     if (state.logRows && state.unfolded.size() + changed.size() <= state.directKeys) {
       state.unfolded.putAll(changed); // everything unfolded is written now and the log is superseded
       writeValues(state.unfolded.entrySet());
-      statements.get("DELETE FROM usage_log").executeUpdate();
-      logEmptied();
+      emptyLog();
       return;
     }
     List<Map.Entry<String, long[]>> rows = new ArrayList<>(changed.entrySet());
@@ -411,8 +408,7 @@ final class WriterCounters {
     }
     // the sweep is over: every key logged up to its start has been folded since
     if (state.unfolded.isEmpty()) {
-      statements.get("DELETE FROM usage_log").executeUpdate();
-      logEmptied();
+      emptyLog();
       return;
     }
     PreparedStatement delete = statements.get(UsageLog.DELETE_THROUGH);
@@ -420,14 +416,12 @@ final class WriterCounters {
     delete.executeUpdate();
     try (ResultSet rs = statements.get(UsageLog.LAST_ID).executeQuery()) {
       rs.next();
-      state.sweepStartLogId = rs.getLong(1);
+      state.startSweep(rs.getLong(1));
     }
-    state.sweepCursor = "";
-    state.sweepStep = 0;
   }
 
   /**
-   * The next seq a target would get (the floor or one past its highest queued seq, {@link SqliteReads#NEXT_SEQ}), read
+   * The next seq a target would get (floor, ack or highest queued seq, the largest; {@link SqliteReads#NEXT_SEQ}), read
    * once per target and then kept by {@link #useSeqRow}.
    */
   long nextSeqRow(String target) throws SQLException {

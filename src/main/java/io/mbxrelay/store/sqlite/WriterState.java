@@ -147,12 +147,18 @@ final class WriterState {
     allowlistKeys = 0;
   }
 
+  /** Starts a sweep at the first key; log rows up to {@code logId} are superseded once it ends. */
+  void startSweep(long logId) {
+    sweepStartLogId = logId;
+    sweepCursor = "";
+    sweepStep = 0;
+  }
+
   /** Forgets the unfolded values and the sweep: they are replayed from the log before their next use. */
   void dropUnfolded() {
     unfolded.clear();
     unfoldedLoaded = false;
-    sweepCursor = "";
-    sweepStep = 0;
+    startSweep(0);
   }
 
   /** Drops everything (after a failed transaction or a change made by another process). */
