@@ -256,6 +256,7 @@ public final class ConfigLoader {
     range(v, "store.watermarkIntervalMs", c.store().watermarkIntervalMs(), 0, 10_000);
     range(v, "store.minFreeBytes", c.store().minFreeBytes(), 0, 1L << 40);
     range(v, "store.walAutocheckpointPages", c.store().walAutocheckpointPages(), 100, 1_000_000);
+    range(v, "store.checkpointIntervalMs", c.store().checkpointIntervalMs(), 0, 60_000);
     validateBackend(c.store(), v);
     RelayConfig.Limits l = c.limits();
     range(v, "limits.maxItemBytes", l.maxItemBytes(), 1024, 64L << 20);

@@ -154,7 +154,11 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    * @param minFreeBytes free space the store's file system must keep, bytes: below it new pushes are refused (503) and
    *     {@code /ready} is 503, so acks, enrolments and the heartbeat still find room (issue 10 item 9; 0 = no floor)
    * @param walAutocheckpointPages SQLite's {@code wal_autocheckpoint} for the writer, pages: the COMMIT that takes the
-   *     write-ahead log past it copies the log into the database (sqlite only; issue 18)
+   *     write-ahead log past it copies the log into the database (sqlite only; issue 18); with background
+   *     checkpoints on, only when they fall behind
+   * @param checkpointIntervalMs least time between two background WAL checkpoints, ms: a thread of its own copies the
+   *     log into the database at most this often after commits, so no COMMIT waits for a checkpoint (sqlite only;
+   *     0 = none, the writer's COMMIT checkpoints at {@code walAutocheckpointPages})
    * @param backend {@code sqlite} (the embedded default: one relay process on one store directory) or
    *     {@code postgresql} (several relay processes on one PostgreSQL database; docs/scale-out.md)
    * @param url PostgreSQL JDBC URL, {@code jdbc:postgresql://HOST[:PORT]/DATABASE[?PARAMS]} (postgresql only)
@@ -167,7 +171,7 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
    */
   public record Store(String backend, int readPoolSize, int writerBatchMax, long writerTimeoutMs, long busyTimeoutMs,
       int writerBatchMaxRows, long writerBatchMaxBytes, long writerCommitDelayMs, long watermarkIntervalMs,
-      boolean watermarkBeforeAnswers, long minFreeBytes, int walAutocheckpointPages, String url, String user, String password, String passwordFile,
+      boolean watermarkBeforeAnswers, long minFreeBytes, int walAutocheckpointPages, long checkpointIntervalMs, String url, String user, String password, String passwordFile,
       int poolSize) {
 
     /** {@code store.backend} value of the embedded SQLite store. */
@@ -211,7 +215,8 @@ public record RelayConfig(Http http, Store store, Limits limits, Timers timers, 
           + ", writerBatchMaxBytes=" + writerBatchMaxBytes + ", writerCommitDelayMs=" + writerCommitDelayMs
           + ", watermarkIntervalMs=" + watermarkIntervalMs + ", watermarkBeforeAnswers=" + watermarkBeforeAnswers
           + ", minFreeBytes=" + minFreeBytes
-          + ", walAutocheckpointPages=" + walAutocheckpointPages + ", backend=" + backend
+          + ", walAutocheckpointPages=" + walAutocheckpointPages + ", checkpointIntervalMs=" + checkpointIntervalMs
+          + ", backend=" + backend
           + ", url=" + shownUrl + ", user=" + user + ", password=" + (password == null || password.isEmpty()
           ? "unset" : "set") + ", passwordFile=" + passwordFile + ", poolSize=" + poolSize + "]";
     }

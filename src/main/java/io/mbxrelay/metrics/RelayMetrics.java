@@ -213,6 +213,18 @@ public final class RelayMetrics implements AutoCloseable {
    * file after each checkpoint, so it grows only while checkpoints cannot finish (issue 12 item 4).
    */
   public static final String STORE_WAL_BYTES = "mbxrelay.store.wal.bytes";
+  /**
+   * Timer: background WAL checkpoints ({@code store.checkpointIntervalMs}, SQLite): each copies the log frames
+   * committed since the last one into {@code relay.db} and fsyncs it, beside the writer (issue 18).
+   */
+  public static final String STORE_CHECKPOINT = "mbxrelay.store.checkpoint";
+  /** Counter: background WAL checkpoints that failed (the writer's own checkpoints bound the log meanwhile). */
+  public static final String STORE_CHECKPOINT_FAILURES = "mbxrelay.store.checkpoint.failures";
+  /**
+   * Gauge: WAL frames the last background checkpoint could not copy yet because a reader still needed them; NaN
+   * before the first one. It stays near 0 unless a long read holds the log.
+   */
+  public static final String STORE_CHECKPOINT_BACKLOG = "mbxrelay.store.checkpoint.backlog.frames";
   /** Label name of the build version. */
   public static final String TAG_VERSION = "version";
   /**
@@ -340,6 +352,13 @@ public final class RelayMetrics implements AutoCloseable {
     commit = Timer.builder(WRITER_COMMIT).description("COMMIT statement (WAL fsync)").publishPercentileHistogram()
         .minimumExpectedValue(Duration.ofNanos(100_000)).maximumExpectedValue(Duration.ofSeconds(30))
         .register(registry);
+    checkpoint = Timer.builder(STORE_CHECKPOINT).description("background WAL checkpoint (copy and fsync)")
+        .publishPercentileHistogram().minimumExpectedValue(Duration.ofNanos(100_000))
+        .maximumExpectedValue(Duration.ofSeconds(30)).register(registry);
+    checkpointFailures = Counter.builder(STORE_CHECKPOINT_FAILURES).description("failed background WAL checkpoints")
+        .register(registry);
+    Gauge.builder(STORE_CHECKPOINT_BACKLOG, checkpointBacklog, b -> b.get() < 0 ? Double.NaN : b.get())
+        .description("WAL frames the last background checkpoint left for readers").register(registry);
     readyProbe = Timer.builder(READY_PROBE).description("readiness probe transaction, send to answer")
         .register(registry);
     sweepRuns = Counter.builder(SWEEP_RUNS).description("expiry sweep runs").register(registry);
@@ -581,6 +600,26 @@ public final class RelayMetrics implements AutoCloseable {
    */
   public void commitNanos(long nanos) {
     commit.record(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  private final Timer checkpoint;
+  private final Counter checkpointFailures;
+  private final java.util.concurrent.atomic.AtomicLong checkpointBacklog = new java.util.concurrent.atomic.AtomicLong(-1);
+
+  /**
+   * One background WAL checkpoint ended. The checkpointer's thread.
+   *
+   * @param nanos its duration, ns
+   * @param backlogFrames log frames it left for readers; -1 when it failed
+   * @param ok false when it failed
+   */
+  public void checkpointed(long nanos, long backlogFrames, boolean ok) {
+    if (ok) {
+      checkpoint.record(nanos, TimeUnit.NANOSECONDS);
+      checkpointBacklog.set(backlogFrames);
+    } else {
+      checkpointFailures.increment();
+    }
   }
 
   /** The COMMIT timer ({@link #WRITER_COMMIT}), for recent quantiles ({@link HistogramWindow}); read-only use. */

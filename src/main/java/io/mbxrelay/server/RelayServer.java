@@ -180,6 +180,11 @@ public final class RelayServer implements AutoCloseable {
         public void storeFiles(Path dbFile) {
           m.bindStoreFiles(dbFile);
         }
+
+        @Override
+        public void checkpointed(long nanos, long backlogFrames, boolean ok) {
+          m.checkpointed(nanos, backlogFrames, ok);
+        }
       });
       DiskSpace disk = store.disk();
       RelayConfig.Store sc = config.store();

@@ -127,5 +127,14 @@ public interface OpenedStore extends AutoCloseable {
 
     /** Binds the gauges of the database file's and its WAL's sizes. */
     void storeFiles(Path dbFile);
+
+    /**
+     * One background WAL checkpoint ended (the checkpointer's thread; SQLite with {@code store.checkpointIntervalMs}).
+     *
+     * @param nanos its duration, ns
+     * @param backlogFrames log frames not yet copied into the database afterwards; -1 when it failed
+     * @param ok false when it failed
+     */
+    void checkpointed(long nanos, long backlogFrames, boolean ok);
   }
 }

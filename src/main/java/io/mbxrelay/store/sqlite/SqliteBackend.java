@@ -68,6 +68,8 @@ public final class SqliteBackend extends JdbcLedgerBackend {
   /** {@code meta.commits}: writer transactions committed in this store's life (issue 10 item 3, the watermark's count). */
   private long commits;
   private java.util.function.LongConsumer onCommit = n -> {};
+  /** Copies the WAL into the database off the writer's COMMIT, when configured; null = the writer checkpoints. */
+  private WalCheckpointer checkpointer;
   /** An operator's session on a connection its caller owns: close leaves the file as it is (no checkpoint, no marker). */
   private boolean operatorSession;
   /** Open savepoints, innermost last: each the journal sizes at its start. */
@@ -232,6 +234,24 @@ public final class SqliteBackend extends JdbcLedgerBackend {
     });
   }
 
+  /**
+   * Moves WAL checkpoints off the writer's COMMIT onto a {@link WalCheckpointer} (config
+   * {@code store.checkpointIntervalMs}); the writer's {@link #walAutocheckpoint} stays as the bound for when it falls
+   * behind. {@link #close} stops it. Before the writer starts.
+   *
+   * @param intervalMs least time between two background checkpoints, ms (≥ 1)
+   * @param busyTimeoutMs SQLite busy timeout of its connection
+   * @param listener observer of each checkpoint (metrics)
+   * @throws StoreException when its connection cannot be opened
+   */
+  void backgroundCheckpoints(long intervalMs, long busyTimeoutMs, WalCheckpointer.Listener listener)
+      throws StoreException {
+    if (checkpointer != null) {
+      throw new IllegalStateException("background checkpoints already started");
+    }
+    checkpointer = WalCheckpointer.start(file, intervalMs, busyTimeoutMs, listener);
+  }
+
   /** Installs the post-commit observer: called on the writer thread with {@code meta.commits} after every COMMIT. */
   public void onCommit(java.util.function.LongConsumer observer) {
     this.onCommit = Objects.requireNonNull(observer);
@@ -369,6 +389,10 @@ public final class SqliteBackend extends JdbcLedgerBackend {
       dropStatements();
       return;
     }
+    if (checkpointer != null) {
+      checkpointer.close(); // a checkpoint of its own running now would make the closing TRUNCATE fail
+      checkpointer = null;
+    }
     for (PreparedStatement ps : statements.values()) {
       try {
         ps.close();
@@ -426,7 +450,7 @@ public final class SqliteBackend extends JdbcLedgerBackend {
     }
   }
 
-  private static void closeQuietly(Connection c) {
+  static void closeQuietly(Connection c) {
     try {
       c.close();
     } catch (SQLException ignored) {
@@ -554,6 +578,9 @@ public final class SqliteBackend extends JdbcLedgerBackend {
     }
     savepoints.clear();
     commits++;
+    if (checkpointer != null) {
+      checkpointer.committed();
+    }
     afterCommit();
     onCommit.accept(commits);
   }

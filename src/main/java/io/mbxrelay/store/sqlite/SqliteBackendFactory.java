@@ -153,6 +153,17 @@ public final class SqliteBackendFactory implements StoreBackendFactory {
       watermark = CommitWatermark.start(request.storeDir(), backend.epoch(), backend.commits(),
           request.config().store().watermarkIntervalMs(), request.wallClock(), (n, ok) -> meters.watermarkWritten(ok));
       backend.onCommit(watermark::committed);
+      long checkpointMs = request.config().store().checkpointIntervalMs();
+      if (checkpointMs > 0) {
+        try {
+          backend.backgroundCheckpoints(checkpointMs, request.config().store().busyTimeoutMs(), meters::checkpointed);
+        } catch (StoreException e) {
+          throw new StoreOpenException("cannot start background checkpoints of " + backend.file() + ": "
+              + e.getMessage(), e);
+        }
+        LOG.info("WAL checkpoints run in the background, at most every {} ms; the writer checkpoints itself only past"
+            + " {} log pages", checkpointMs, request.config().store().walAutocheckpointPages());
+      }
       meters.watermarkLag(watermark::lag);
       meters.storeFiles(backend.file());
     }

@@ -116,6 +116,11 @@ public final class SqliteRelayStore implements RelayStore {
     backend.usageLog(directKeys, sweepTransactions);
   }
 
+  /** The backend under the ledger (tests of this package). */
+  SqliteBackend backend() {
+    return backend;
+  }
+
   /** The ledger over this store's backend. */
   public RelayLedger ledger() {
     return ledger;

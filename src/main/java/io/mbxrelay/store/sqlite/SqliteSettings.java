@@ -56,6 +56,21 @@ public final class SqliteSettings {
   }
 
   /**
+   * Properties of the background checkpointer's connection ({@link WalCheckpointer}): read-write, because a checkpoint
+   * writes the database file, but it never begins a transaction. {@code synchronous=FULL} makes each checkpoint
+   * fsync the database before the log may be reused.
+   *
+   * @param busyTimeoutMs SQLite busy timeout
+   * @return JDBC properties
+   */
+  public static Properties checkpointer(long busyTimeoutMs) {
+    SQLiteConfig c = new SQLiteConfig();
+    c.setSynchronous(SQLiteConfig.SynchronousMode.FULL);
+    c.setBusyTimeout((int) busyTimeoutMs);
+    return c.toProperties();
+  }
+
+  /**
    * Properties of a read-only pool connection: opened with {@code SQLITE_OPEN_READONLY}, so a bug on the read path
    * cannot write.
    *

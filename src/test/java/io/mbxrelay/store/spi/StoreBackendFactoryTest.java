@@ -43,7 +43,8 @@ class StoreBackendFactoryTest {
     RelayConfig.Store s = store("sqlite");
     RelayConfig.Store other = new RelayConfig.Store("mysql", s.readPoolSize(), s.writerBatchMax(), s.writerTimeoutMs(),
         s.busyTimeoutMs(), s.writerBatchMaxRows(), s.writerBatchMaxBytes(), s.writerCommitDelayMs(),
-        s.watermarkIntervalMs(), s.watermarkBeforeAnswers(), s.minFreeBytes(), s.walAutocheckpointPages(), s.url(),
+        s.watermarkIntervalMs(), s.watermarkBeforeAnswers(), s.minFreeBytes(), s.walAutocheckpointPages(),
+        s.checkpointIntervalMs(), s.url(),
         s.user(), s.password(), s.passwordFile(), s.poolSize());
     assertThatThrownBy(() -> StoreBackendFactory.of(other)).isInstanceOf(IllegalArgumentException.class)
         .hasMessage("store.backend mysql is not in this build (sqlite, postgresql)");
