@@ -210,12 +210,15 @@ public final class RelayMetrics implements AutoCloseable {
   public static final String STORE_FILE_BYTES = "mbxrelay.store.file.bytes";
   /**
    * Gauge: size of the store's write-ahead log {@code relay.db-wal}, bytes; 0 when there is none. SQLite reuses the
-   * file after each checkpoint, so it grows only while checkpoints cannot finish (issue 12 item 4).
+   * file once everything was copied and no reader reads it, so under steady reading it grows to about
+   * {@code store.walAutocheckpointPages} pages and stays there; past that only while checkpoints cannot finish (issue 12
+   * item 4).
    */
   public static final String STORE_WAL_BYTES = "mbxrelay.store.wal.bytes";
   /**
    * Timer: background WAL checkpoints ({@code store.checkpointIntervalMs}, SQLite): each copies the log frames
-   * committed since the last one into {@code relay.db} and fsyncs it, beside the writer (issue 18).
+   * committed since the last one into {@code relay.db}, and fsyncs it when it reached the log's end, beside the writer
+   * (issue 18). Attempts made while the writer's own checkpoint ran are not recorded.
    */
   public static final String STORE_CHECKPOINT = "mbxrelay.store.checkpoint";
   /** Counter: background WAL checkpoints that failed (the writer's own checkpoints bound the log meanwhile). */

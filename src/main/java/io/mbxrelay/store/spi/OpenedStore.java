@@ -135,6 +135,6 @@ public interface OpenedStore extends AutoCloseable {
      * @param backlogFrames log frames not yet copied into the database afterwards; -1 when it failed
      * @param ok false when it failed
      */
-    void checkpointed(long nanos, long backlogFrames, boolean ok);
+    default void checkpointed(long nanos, long backlogFrames, boolean ok) {}
   }
 }

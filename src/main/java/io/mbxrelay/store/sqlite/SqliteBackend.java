@@ -389,8 +389,9 @@ public final class SqliteBackend extends JdbcLedgerBackend {
       dropStatements();
       return;
     }
+    boolean checkpointerStopped = true;
     if (checkpointer != null) {
-      checkpointer.close(); // a checkpoint of its own running now would make the closing TRUNCATE fail
+      checkpointerStopped = checkpointer.stop(); // a checkpoint of its own running now would make the TRUNCATE fail
       checkpointer = null;
     }
     for (PreparedStatement ps : statements.values()) {
@@ -419,6 +420,9 @@ public final class SqliteBackend extends JdbcLedgerBackend {
     }
     boolean truncated = false;
     try {
+      if (!checkpointerStopped) {
+        throw new SQLException("the background checkpointer did not stop: no truncation, no clean-close marker");
+      }
       try (Statement st = conn.createStatement(); ResultSet rs = st.executeQuery("PRAGMA wal_checkpoint(TRUNCATE)")) {
         truncated = rs.next() && rs.getInt(1) == 0; // busy = 0: every frame is in the database, the WAL emptied
       }

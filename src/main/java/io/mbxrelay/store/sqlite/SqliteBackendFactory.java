@@ -166,8 +166,8 @@ public final class SqliteBackendFactory implements StoreBackendFactory {
           throw new StoreOpenException("cannot start background checkpoints of " + backend.file() + ": "
               + e.getMessage(), e);
         }
-        LOG.info("WAL checkpoints run in the background, at most every {} ms; the writer checkpoints itself only past"
-            + " {} log pages", checkpointMs, request.config().store().walAutocheckpointPages());
+        LOG.info("WAL checkpoints run in the background [every: {} ms] [writer checkpoints from: {} log pages]",
+            checkpointMs, request.config().store().walAutocheckpointPages());
       } else if (request.config().store().walAutocheckpointPages() > WRITER_CHECKPOINT_WARN_PAGES) {
         LOG.warn("store.checkpointIntervalMs is 0, so the writer's COMMIT checkpoints every {} log pages and every"
             + " command queued meanwhile waits for it; with background checkpoints off, set"

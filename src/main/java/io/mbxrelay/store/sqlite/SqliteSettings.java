@@ -57,8 +57,8 @@ public final class SqliteSettings {
 
   /**
    * Properties of the background checkpointer's connection ({@link WalCheckpointer}): read-write, because a checkpoint
-   * writes the database file, but it never begins a transaction. {@code synchronous=FULL} makes each checkpoint
-   * fsync the database before the log may be reused.
+   * writes the database file, but it never begins a transaction. {@code synchronous=FULL} makes a checkpoint that
+   * reached the log's end fsync the database; SQLite reuses the log only after such an fsync.
    *
    * @param busyTimeoutMs SQLite busy timeout
    * @return JDBC properties

@@ -15,16 +15,18 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Copies the write-ahead log into {@code relay.db} on its own thread and connection, so that the writer's COMMIT
- * does not also run the checkpoint (config {@code store.checkpointIntervalMs}; issue 18 goal 5).
+ * does not copy thousands of pages at a time (config {@code store.checkpointIntervalMs}; issue 18 goal 5).
  *
  * <p>When the writer checkpoints itself ({@code wal_autocheckpoint}), the COMMIT that crosses the threshold copies
- * thousands of pages and fsyncs the database. With 100,000 targets that took 60–200 ms, and every command queued
- * behind it waited that long. Here the writer only appends and syncs log frames. This thread runs
- * {@code PRAGMA wal_checkpoint(PASSIVE)} at most once per interval after new commits. A passive checkpoint
- * takes no lock the writer or the readers wait for: it copies the frames no reader still needs, then fsyncs the
- * database ({@code synchronous=FULL}), and SQLite reuses the log only after that. The writer keeps its own
- * {@code wal_autocheckpoint} ({@code store.walAutocheckpointPages}) as the bound for when this thread falls behind;
- * while this thread is copying, the writer's attempt returns at once.
+ * the whole log and fsyncs the database. With 100,000 targets that took 60–200 ms, and every command queued behind it
+ * waited that long. This thread runs {@code PRAGMA wal_checkpoint(PASSIVE)} at most once per interval after new
+ * commits. A passive checkpoint takes no lock the writer or the readers wait for: it copies the frames no reader
+ * still needs, and fsyncs the database ({@code synchronous=FULL}) when it reached the log's end; SQLite reuses the log
+ * only after such an fsync. Only the writer starts the log file over, and only when everything was copied and no
+ * reader still reads it, so under steady reading the file grows to the writer's own {@code wal_autocheckpoint}
+ * ({@code store.walAutocheckpointPages}); from there each COMMIT also runs a passive checkpoint until the file starts
+ * over, which copies at most what this thread has not yet (one interval's pages) and returns at once while this
+ * thread is copying.
  *
  * <p>The connection never begins a transaction and writes no row. It is not a second writer: what it writes into
  * the database file is pages the writer already committed. A failed checkpoint is logged (at most once a minute) and
@@ -57,9 +59,12 @@ final class WalCheckpointer implements AutoCloseable {
   private final long intervalNanos;
   private final Listener listener;
   private final Thread thread;
-  private volatile boolean pending;
+  /** A commit since the last checkpoint began; true at start, for a log left by the open or a crash. */
+  private volatile boolean pending = true;
   private volatile boolean stopped;
-  private volatile Statement running;
+  /** Guards the statement's cancel at close against the thread closing its connection. */
+  private final Object connLock = new Object();
+  private Statement running;
   private long lastStartNanos;
   private boolean lastFailed;
   private long lastWarnNanos;
@@ -70,6 +75,8 @@ final class WalCheckpointer implements AutoCloseable {
     this.listener = listener;
     this.thread = new Thread(this::loop, "mbx-checkpoint");
     this.thread.setDaemon(true);
+    this.thread.setUncaughtExceptionHandler((t, e) -> LOG.error("background WAL checkpoints stopped; the writer's own"
+        + " checkpoints at store.walAutocheckpointPages bound the log from now on", e));
   }
 
   /**
@@ -121,10 +128,27 @@ final class WalCheckpointer implements AutoCloseable {
           continue;
         }
         pending = false;
-        checkpoint();
+        try {
+          checkpoint();
+        } catch (RuntimeException e) { // the driver or a meter: logged and counted, the thread goes on
+          lastFailed = true;
+          pending = true;
+          warn(e.toString());
+        }
       }
     } finally {
-      SqliteBackend.closeQuietly(conn);
+      synchronized (connLock) {
+        SqliteBackend.closeQuietly(conn);
+      }
+    }
+  }
+
+  private void warn(String error) {
+    long now = System.nanoTime();
+    if (lastWarnNanos == 0 || now - lastWarnNanos > WARN_EVERY_NS) {
+      lastWarnNanos = now;
+      LOG.warn("background WAL checkpoint failed; the writer's own checkpoints bound the log meanwhile [error: {}]",
+          error);
     }
   }
 
@@ -133,37 +157,40 @@ final class WalCheckpointer implements AutoCloseable {
     long start = System.nanoTime();
     lastStartNanos = start;
     try (Statement st = conn.createStatement()) {
-      running = st;
+      synchronized (connLock) {
+        running = st;
+      }
       if (stopped) {
         return;
       }
+      boolean busy = false;
       long backlog = 0;
       try (ResultSet rs = st.executeQuery("PRAGMA wal_checkpoint(PASSIVE)")) {
         if (rs.next()) {
+          busy = rs.getInt(1) != 0;
           long log = rs.getLong(2);
           long copied = rs.getLong(3);
-          backlog = log < 0 ? 0 : Math.max(0, log - copied);
-          if (rs.getInt(1) != 0 || backlog > 0) {
-            pending = true; // the writer's own checkpoint held the lock, or readers held frames: again next interval
-          }
+          backlog = log < 0 || copied < 0 ? 0 : Math.max(0, log - copied);
         }
       }
       lastFailed = false;
-      listener.checkpointed(System.nanoTime() - start, backlog, true);
+      if (busy || backlog > 0) {
+        pending = true; // the writer's own checkpoint held the lock, or readers held frames: again next interval
+      }
+      if (!busy) { // a busy attempt copied nothing: no sample, and the backlog it could not see stays as last read
+        listener.checkpointed(System.nanoTime() - start, backlog, true);
+      }
     } catch (SQLException e) {
       lastFailed = true;
       pending = true;
       if (!stopped) {
-        long now = System.nanoTime();
-        if (lastWarnNanos == 0 || now - lastWarnNanos > WARN_EVERY_NS) {
-          lastWarnNanos = now;
-          LOG.warn("background WAL checkpoint failed; the writer's own checkpoints bound the log meanwhile"
-              + " [error: {}]", e.getMessage());
-        }
+        warn(e.getMessage());
         listener.checkpointed(System.nanoTime() - start, -1, false);
       }
     } finally {
-      running = null;
+      synchronized (connLock) {
+        running = null;
+      }
     }
   }
 
@@ -171,25 +198,49 @@ final class WalCheckpointer implements AutoCloseable {
    * Stops the thread and closes its connection: waits for a running checkpoint (interrupting it after
    * {@value #CLOSE_WAIT_MS} ms). Writer thread, before the writer's closing {@code wal_checkpoint(TRUNCATE)}, which a
    * running checkpoint would make fail.
+   *
+   * @return true when the thread ended and its connection is closed; false when it is still running (the caller then
+   *     leaves the store as a crash would: no truncation, no clean-close marker)
    */
-  @Override
-  public void close() {
+  boolean stop() {
     stopped = true;
     LockSupport.unpark(thread);
+    boolean interrupted = false;
     try {
       thread.join(CLOSE_WAIT_MS);
-      Statement st = running;
-      if (thread.isAlive() && st != null) {
-        st.cancel(); // sqlite3_interrupt: the checkpoint stops between pages
-      }
-      thread.join(CLOSE_WAIT_MS);
     } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    } catch (SQLException e) {
-      LOG.debug("interrupting the background checkpoint failed", e);
+      interrupted = true;
     }
     if (thread.isAlive()) {
-      LOG.warn("background WAL checkpoint still running at close; the store is not marked closed cleanly");
+      synchronized (connLock) {
+        try {
+          if (running != null) {
+            running.cancel(); // sqlite3_interrupt: the checkpoint stops between pages
+          }
+        } catch (SQLException e) {
+          LOG.debug("interrupting the background checkpoint failed", e);
+        }
+      }
+      try {
+        thread.join(CLOSE_WAIT_MS);
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
     }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+    if (thread.isAlive()) {
+      LOG.warn("background WAL checkpoint still running at close; the store is left as after a crash (not truncated,"
+          + " not marked closed cleanly)");
+      return false;
+    }
+    return true;
+  }
+
+  /** {@link #stop()}, for try-with-resources. */
+  @Override
+  public void close() {
+    stop();
   }
 }

@@ -92,6 +92,9 @@ class WalCheckpointerTest {
 
       LinkedBlockingQueue<Report> reports = new LinkedBlockingQueue<>();
       s.backend().backgroundCheckpoints(5, 5000, (nanos, backlog, ok) -> reports.add(new Report(nanos, backlog, ok)));
+      Report first = reports.poll(10, TimeUnit.SECONDS);
+      assertThat(first).as("a log already there at start is copied without waiting for a commit").isNotNull();
+      assertThat(itemsInTheDatabaseFile(dir, scratch)).isEqualTo(50);
       long before = dataVersion(s.backend().connection());
       push(s, 50, 50);
       Report r = reports.poll(10, TimeUnit.SECONDS);
@@ -106,14 +109,19 @@ class WalCheckpointerTest {
   }
 
   @Test
-  void a_store_with_background_checkpoints_still_closes_cleanly(@TempDir Path dir) throws Exception {
+  void a_store_with_background_checkpoints_still_closes_cleanly_and_stops_the_thread(@TempDir Path dir)
+      throws Exception {
+    LinkedBlockingQueue<Report> reports = new LinkedBlockingQueue<>();
     try (SqliteRelayStore s = open(dir)) {
-      s.backend().backgroundCheckpoints(1, 5000, (nanos, backlog, ok) -> {});
+      s.backend().backgroundCheckpoints(1, 5000, (nanos, backlog, ok) -> reports.add(new Report(nanos, backlog, ok)));
       enrol(s);
       for (int i = 0; i < 20; i++) {
         push(s, i * 10, 10); // commits while checkpoints run
       }
+      assertThat(reports.poll(10, TimeUnit.SECONDS)).as("checkpoints ran while the store was open").isNotNull();
     }
+    assertThat(Thread.getAllStackTraces().keySet()).as("the checkpointer's thread ended at close")
+        .noneMatch(t -> t.getName().equals("mbx-checkpoint") && t.isAlive());
     assertThat(dir.resolve(CleanClose.FILE)).as("the closing TRUNCATE checkpoint was not blocked").exists();
     Path wal = dir.resolve(SqliteSettings.DB_FILE + "-wal");
     assertThat(!Files.exists(wal) || Files.size(wal) == 0).isTrue();
@@ -122,6 +130,61 @@ class WalCheckpointerTest {
         ResultSet rs = st.executeQuery("SELECT count(*) FROM items")) {
       rs.next();
       assertThat(rs.getLong(1)).isEqualTo(200);
+    }
+  }
+
+  @Test
+  void frames_a_reader_still_needs_are_copied_once_it_is_done_without_another_commit(@TempDir Path dir,
+      @TempDir Path scratch) throws Exception {
+    try (SqliteRelayStore s = open(dir)) {
+      enrol(s);
+      push(s, 0, 10);
+      LinkedBlockingQueue<Report> reports = new LinkedBlockingQueue<>();
+      s.backend().backgroundCheckpoints(20, 5000, (nanos, backlog, ok) -> reports.add(new Report(nanos, backlog, ok)));
+      assertThat(reports.poll(10, TimeUnit.SECONDS).backlog()).isZero();
+      try (Connection reader = DriverManager.getConnection(SqliteSettings.url(dir.resolve(SqliteSettings.DB_FILE)),
+          SqliteSettings.reader(5000))) {
+        reader.setAutoCommit(false);
+        try (Statement st = reader.createStatement(); ResultSet rs = st.executeQuery("SELECT count(*) FROM items")) {
+          rs.next();
+          assertThat(rs.getLong(1)).isEqualTo(10); // the reader's snapshot: before the next push
+        }
+        reports.clear();
+        push(s, 10, 40);
+        Report held = reports.poll(10, TimeUnit.SECONDS);
+        assertThat(held).isNotNull();
+        assertThat(held.backlog()).as("the frames after the reader's snapshot stay in the WAL").isPositive();
+        reader.commit(); // the read transaction ends
+      }
+      Report done = null;
+      for (Report r = reports.poll(10, TimeUnit.SECONDS); r != null; r = reports.poll(10, TimeUnit.SECONDS)) {
+        if (r.backlog() == 0) {
+          done = r;
+          break;
+        }
+      }
+      assertThat(done).as("a later checkpoint, with no new commit, copies the rest").isNotNull();
+      assertThat(itemsInTheDatabaseFile(dir, scratch)).isEqualTo(50);
+    }
+  }
+
+  @Test
+  void a_failing_meter_does_not_stop_the_checkpoints(@TempDir Path dir) throws Exception {
+    try (io.mbxrelay.testing.ExpectedLog log = io.mbxrelay.testing.ExpectedLog.of(WalCheckpointer.class,
+        ch.qos.logback.classic.Level.WARN, "background WAL checkpoint failed");
+        SqliteRelayStore s = open(dir)) {
+      enrol(s);
+      LinkedBlockingQueue<Report> reports = new LinkedBlockingQueue<>();
+      java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+      s.backend().backgroundCheckpoints(5, 5000, (nanos, backlog, ok) -> {
+        if (calls.getAndIncrement() == 0) {
+          throw new IllegalStateException("meter broke");
+        }
+        reports.add(new Report(nanos, backlog, ok));
+      });
+      push(s, 0, 10);
+      assertThat(reports.poll(10, TimeUnit.SECONDS)).as("the thread went on after the meter threw").isNotNull();
+      assertThat(calls.get()).isGreaterThanOrEqualTo(2);
     }
   }
 }
