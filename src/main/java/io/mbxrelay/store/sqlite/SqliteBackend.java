@@ -518,6 +518,10 @@ public final class SqliteBackend extends JdbcLedgerBackend {
     StoreException f = classify(what, e);
     if (f.kind() == StoreException.Kind.CORRUPT) {
       damaged = true; // never vouch for this file at close
+      if (checkpointer != null) { // nor copy more into it in the background: the writer fail-stops on this
+        checkpointer.stop();
+        checkpointer = null;
+      }
     }
     return f;
   }
