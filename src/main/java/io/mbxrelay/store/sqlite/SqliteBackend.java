@@ -389,11 +389,7 @@ public final class SqliteBackend extends JdbcLedgerBackend {
       dropStatements();
       return;
     }
-    boolean checkpointerStopped = true;
-    if (checkpointer != null) {
-      checkpointerStopped = checkpointer.stop(); // a checkpoint of its own running now would make the TRUNCATE fail
-      checkpointer = null;
-    }
+    boolean checkpointerStopped = stopCheckpointer(); // a checkpoint of its own running now would fail the TRUNCATE
     for (PreparedStatement ps : statements.values()) {
       try {
         ps.close();
@@ -420,11 +416,11 @@ public final class SqliteBackend extends JdbcLedgerBackend {
     }
     boolean truncated = false;
     try {
-      if (!checkpointerStopped) {
-        throw new SQLException("the background checkpointer did not stop: no truncation, no clean-close marker");
-      }
-      try (Statement st = conn.createStatement(); ResultSet rs = st.executeQuery("PRAGMA wal_checkpoint(TRUNCATE)")) {
-        truncated = rs.next() && rs.getInt(1) == 0; // busy = 0: every frame is in the database, the WAL emptied
+      if (checkpointerStopped) { // else left as after a crash: no truncation, no clean-close marker
+        try (Statement st = conn.createStatement();
+            ResultSet rs = st.executeQuery("PRAGMA wal_checkpoint(TRUNCATE)")) {
+          truncated = rs.next() && rs.getInt(1) == 0; // busy = 0: every frame is in the database, the WAL emptied
+        }
       }
     } catch (SQLException e) {
       LOG.debug("checkpoint at close failed", e);
@@ -452,6 +448,13 @@ public final class SqliteBackend extends JdbcLedgerBackend {
     if (checked) {
       CleanClose.record(file); // the next open may skip the start-up integrity check
     }
+  }
+
+  /** Stops the background checkpointer, if any; false when its thread did not end ({@link WalCheckpointer#stop}). */
+  private boolean stopCheckpointer() {
+    WalCheckpointer c = checkpointer;
+    checkpointer = null;
+    return c == null || c.stop();
   }
 
   static void closeQuietly(Connection c) {
@@ -518,10 +521,7 @@ public final class SqliteBackend extends JdbcLedgerBackend {
     StoreException f = classify(what, e);
     if (f.kind() == StoreException.Kind.CORRUPT) {
       damaged = true; // never vouch for this file at close
-      if (checkpointer != null) { // nor copy more into it in the background: the writer fail-stops on this
-        checkpointer.stop();
-        checkpointer = null;
-      }
+      stopCheckpointer(); // nor copy more into it in the background: the writer fail-stops on this
     }
     return f;
   }

@@ -32,10 +32,10 @@ import org.slf4j.LoggerFactory;
  * the database file is pages the writer already committed. A failed checkpoint is logged (at most once a minute) and
  * counted, and tried again after at least a second.
  *
- * <p>Threading: {@link #committed} from the writer thread; {@link #close} from the writer thread before the writer's
+ * <p>Threading: {@link #committed} from the writer thread; {@link #stop} from the writer thread before the writer's
  * own closing checkpoint.
  */
-final class WalCheckpointer implements AutoCloseable {
+final class WalCheckpointer {
   private static final Logger LOG = LoggerFactory.getLogger(WalCheckpointer.class);
   private static final long WARN_EVERY_NS = TimeUnit.MINUTES.toNanos(1);
   private static final long RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);
@@ -86,7 +86,7 @@ final class WalCheckpointer implements AutoCloseable {
    * @param intervalMs least time between the starts of two checkpoints, ms (≥ 1)
    * @param busyTimeoutMs SQLite busy timeout of the connection
    * @param listener observer of each checkpoint
-   * @return the running checkpointer; {@link #close} it before the writer's last checkpoint
+   * @return the running checkpointer; {@link #stop} it before the writer's last checkpoint
    * @throws StoreException when the connection cannot be opened
    */
   static WalCheckpointer start(Path dbFile, long intervalMs, long busyTimeoutMs, Listener listener)
@@ -236,11 +236,5 @@ final class WalCheckpointer implements AutoCloseable {
       return false;
     }
     return true;
-  }
-
-  /** {@link #stop()}, for try-with-resources. */
-  @Override
-  public void close() {
-    stop();
   }
 }

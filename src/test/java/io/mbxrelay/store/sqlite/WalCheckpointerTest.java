@@ -81,6 +81,14 @@ class WalCheckpointerTest {
   /** One checkpoint's report. */
   private record Report(long nanos, long backlog, boolean ok) {}
 
+  /** Starts background checkpoints on {@code s}; every report lands in the returned queue. */
+  private static LinkedBlockingQueue<Report> checkpoints(SqliteRelayStore s, long intervalMs) throws Exception {
+    LinkedBlockingQueue<Report> reports = new LinkedBlockingQueue<>();
+    s.backend().backgroundCheckpoints(intervalMs, 5000,
+        (nanos, backlog, ok) -> reports.add(new Report(nanos, backlog, ok)));
+    return reports;
+  }
+
   @Test
   void committed_items_reach_the_database_file_without_the_writer_checkpointing(@TempDir Path dir,
       @TempDir Path scratch) throws Exception {
@@ -90,8 +98,7 @@ class WalCheckpointerTest {
       assertThat(itemsInTheDatabaseFile(dir, scratch)).as("without background checkpoints the items stay in the WAL")
           .isLessThan(50);
 
-      LinkedBlockingQueue<Report> reports = new LinkedBlockingQueue<>();
-      s.backend().backgroundCheckpoints(5, 5000, (nanos, backlog, ok) -> reports.add(new Report(nanos, backlog, ok)));
+      LinkedBlockingQueue<Report> reports = checkpoints(s, 5);
       Report first = reports.poll(10, TimeUnit.SECONDS);
       assertThat(first).as("a log already there at start is copied without waiting for a commit").isNotNull();
       assertThat(itemsInTheDatabaseFile(dir, scratch)).isEqualTo(50);
@@ -111,9 +118,8 @@ class WalCheckpointerTest {
   @Test
   void a_store_with_background_checkpoints_still_closes_cleanly_and_stops_the_thread(@TempDir Path dir)
       throws Exception {
-    LinkedBlockingQueue<Report> reports = new LinkedBlockingQueue<>();
     try (SqliteRelayStore s = open(dir)) {
-      s.backend().backgroundCheckpoints(1, 5000, (nanos, backlog, ok) -> reports.add(new Report(nanos, backlog, ok)));
+      LinkedBlockingQueue<Report> reports = checkpoints(s, 1);
       enrol(s);
       for (int i = 0; i < 20; i++) {
         push(s, i * 10, 10); // commits while checkpoints run
@@ -139,8 +145,7 @@ class WalCheckpointerTest {
     try (SqliteRelayStore s = open(dir)) {
       enrol(s);
       push(s, 0, 10);
-      LinkedBlockingQueue<Report> reports = new LinkedBlockingQueue<>();
-      s.backend().backgroundCheckpoints(20, 5000, (nanos, backlog, ok) -> reports.add(new Report(nanos, backlog, ok)));
+      LinkedBlockingQueue<Report> reports = checkpoints(s, 20);
       assertThat(reports.poll(10, TimeUnit.SECONDS).backlog()).isZero();
       try (Connection reader = DriverManager.getConnection(SqliteSettings.url(dir.resolve(SqliteSettings.DB_FILE)),
           SqliteSettings.reader(5000))) {
