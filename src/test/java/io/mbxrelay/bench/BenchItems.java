@@ -43,7 +43,33 @@ final class BenchItems {
     return wireBytes;
   }
 
-  /** A fresh ULID-shaped item id (26 Crockford characters, the first {@code 0}, as {@link Envelopes#newId()}). */
+  /**
+   * A ULID as hosts make them (AgentMBX, and this repository's host library): the 48-bit millisecond timestamp in its
+   * first ten characters, then 80 random bits. Ids made in send order sort in send order, so the relay's dedup key
+   * (item id first) takes them at one end of its index.
+   *
+   * @param atMs the timestamp part, ms since the epoch
+   * @return 26 Crockford characters
+   */
+  static String ulidAt(long atMs) {
+    ThreadLocalRandom r = ThreadLocalRandom.current();
+    char[] c = new char[26];
+    long t = atMs;
+    for (int i = 9; i >= 0; i--) {
+      c[i] = CROCKFORD[(int) (t & 31)];
+      t >>>= 5;
+    }
+    for (int i = 10; i < 26; i++) {
+      c[i] = CROCKFORD[r.nextInt(32)];
+    }
+    return new String(c);
+  }
+
+  /**
+   * A fresh ULID-shaped item id with no time order (26 Crockford characters, the first {@code 0}, as
+   * {@link Envelopes#newId()}): every id lands at a random place in the relay's dedup index, which no host that makes
+   * real ULIDs does; {@code bench-hosted pulls --item-ids random} keeps that worst case measurable.
+   */
   static String newId() {
     ThreadLocalRandom r = ThreadLocalRandom.current();
     char[] c = new char[26];

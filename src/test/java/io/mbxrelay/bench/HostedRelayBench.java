@@ -95,6 +95,8 @@ public final class HostedRelayBench {
     int batch = 200;
     int maxInflight = 4096;
     boolean keepAlive = true;
+    /** pulls mode: push item ids as hosts make them (ULIDs in send order) rather than with no order. */
+    boolean timeOrderedIds = true;
     boolean noRestart;
     /** hosts mode: at most this many waiting hosts per generator process ({@code --hosts-per-process}), 0 = the limit. */
     int hostsPerProcess;
@@ -139,6 +141,9 @@ public final class HostedRelayBench {
         --max-inflight N   pulls mode: requests in flight before the generator counts "not sent" (4096)
         --event-loops N    the generator's Vert.x event loops (pulls 1: less generator CPU per request than one per
                            core; other modes one per core)
+        --item-ids time|random  pulls mode: push item ids as hosts make them, ULIDs whose timestamp is the push's
+                           planned send time (time, the default), or with no order (random: each lands at a random
+                           place in the relay's dedup index, a worst case no ULID-making host produces)
         --store DIR        the relay's store dir (kept; reuses DIR/bench-hosts.txt enrolments); default a temp dir,
                            removed after; required by fill
       pulls: every push and pull of a phase is built and signed before its timer starts (a phase must start within 60 s
@@ -207,6 +212,12 @@ public final class HostedRelayBench {
             throw new IllegalArgumentException("--connection wants keep-alive or close");
           }
           o.keepAlive = v.equals("keep-alive");
+        }
+        case "--item-ids" -> {
+          if (!v.equals("time") && !v.equals("random")) {
+            throw new IllegalArgumentException("--item-ids wants time or random");
+          }
+          o.timeOrderedIds = v.equals("time");
         }
         case "--no-restart" -> o.noRestart = Boolean.parseBoolean(v);
         case "--hosts-per-process" -> o.hostsPerProcess = Integer.parseInt(v);

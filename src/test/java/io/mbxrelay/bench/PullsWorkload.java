@@ -112,11 +112,12 @@ final class PullsWorkload {
 
   void run() throws Exception {
     HostedRelayBench.Options o = s.o();
-    System.out.printf(Locale.ROOT, "pulls: push %.0f/s (1 item of %d B), pull %.0f/s (limit %d) + ack, %d targets,"
-            + " %d senders; warm-up %d s, measured %d s; every push and pull of a phase built and signed before its"
-            + " timer starts, acks signed when sent (they carry the pull's last_seq); generator event loops: %d%n",
-        o.pushRate(), s.items().wireBytes(), o.pullRate, PULL_LIMIT, targets.size(), senders.size(), o.warmup,
-        o.seconds, s.client().loops.size());
+    System.out.printf(Locale.ROOT, "pulls: push %.0f/s (1 item of %d B, %s item ids), pull %.0f/s (limit %d) + ack,"
+            + " %d targets, %d senders; warm-up %d s, measured %d s; every push and pull of a phase built and signed"
+            + " before its timer starts, acks signed when sent (they carry the pull's last_seq); generator event loops:"
+            + " %d%n",
+        o.pushRate(), s.items().wireBytes(), o.timeOrderedIds ? "time-ordered" : "random", o.pullRate, PULL_LIMIT,
+        targets.size(), senders.size(), o.warmup, o.seconds, s.client().loops.size());
     if (o.warmup > 0) {
       Phase w = phase(o.warmup, "warm-up");
       System.out.printf(Locale.ROOT, "warm-up (not counted): pushes %d ok, pulls %d ok, acks %d ok, %s%n",
@@ -169,7 +170,9 @@ final class PullsWorkload {
       ThreadLocalRandom r = ThreadLocalRandom.current();
       Host sender = senders.get(r.nextInt(senders.size()));
       Host target = targets.get(r.nextInt(targets.size()));
-      String id = BenchItems.newId();
+      // as a host makes it when it sends: the timestamp of the push's planned send time (open loop, in index order)
+      String id = o.timeOrderedIds ? BenchItems.ulidAt(preparedAtMs + (long) (i * 1000.0 / o.pushRate()))
+          : BenchItems.newId();
       byte[] body = s.items().pushBody(List.of(new BenchItems.Target(id, target.pub())));
       pushes[i] = new PreparedPush(id, BenchClient.prepare(HttpMethod.POST, "/v2/relay/items", body, sender));
     });
