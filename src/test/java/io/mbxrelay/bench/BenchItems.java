@@ -48,6 +48,9 @@ final class BenchItems {
    * first ten characters, then 80 random bits. Ids made in send order sort in send order, so the relay's dedup key
    * (item id first) takes them at one end of its index.
    *
+   * <p>Not {@code Ulid.next}: it is synchronized and draws from {@code SecureRandom}, and the prepare step builds a
+   * phase's pushes in a parallel stream.
+   *
    * @param atMs the timestamp part, ms since the epoch
    * @return 26 Crockford characters
    */
