@@ -17,6 +17,8 @@ import org.HdrHistogram.Histogram;
  */
 final class BenchStats {
   static final long HIGHEST_US = 3_600_000_000L;
+  /** The latency {@link Op#slowSeconds()} counts from: issue 18 goal 5's push bound, 50 ms, in µs. */
+  static final long SLOW_US = 50_000;
 
   /** Errors by class ({@code "push: HTTP 503"}, {@code "pull: timeout"}, …) with a first sample each. */
   final Map<String, LongAdder> errors = new ConcurrentHashMap<>();
@@ -36,6 +38,8 @@ final class BenchStats {
     final Histogram ok = new ConcurrentHistogram(HIGHEST_US, 3);
     final Histogram failed = new ConcurrentHistogram(HIGHEST_US, 3);
     final AtomicLongArray perSecond = new AtomicLongArray(Math.max(1, seconds));
+    /** Successes slower than {@link #SLOW_US}, by the second of the phase they were due in. */
+    final AtomicLongArray slowByDueSecond = new AtomicLongArray(Math.max(1, seconds));
     final LongAdder notSent = new LongAdder();
 
     Op(String name) {
@@ -49,6 +53,46 @@ final class BenchStats {
       if (i >= 0 && i < perSecond.length()) {
         perSecond.incrementAndGet((int) i);
       }
+      long due = (nowNanos - latencyNanos - t0) / 1_000_000_000L;
+      if (us(latencyNanos) > SLOW_US && due >= 0 && due < slowByDueSecond.length()) {
+        slowByDueSecond.incrementAndGet((int) due);
+      }
+    }
+
+    /**
+     * Where the tail sits in time: {@code "N over 50 ms, due in second s: n, …"} for the (at most 6) seconds with the
+     * most of them, in time order; empty when none. Tells a start-up transient or one stall from a steady tail.
+     */
+    String slowSeconds() {
+      long total = 0;
+      java.util.List<Integer> worst = new java.util.ArrayList<>();
+      for (int i = 0; i < slowByDueSecond.length(); i++) {
+        total += slowByDueSecond.get(i);
+        if (slowByDueSecond.get(i) > 0) {
+          worst.add(i);
+        }
+      }
+      if (total == 0) {
+        return "";
+      }
+      worst.sort((a, b) -> Long.compare(slowByDueSecond.get(b), slowByDueSecond.get(a)));
+      worst = new java.util.ArrayList<>(worst.subList(0, Math.min(6, worst.size())));
+      java.util.Collections.sort(worst);
+      StringBuilder b = new StringBuilder(String.format(Locale.ROOT, "%d over %d ms, due in second", total,
+          SLOW_US / 1000));
+      for (int i : worst) {
+        b.append(' ').append(i).append(": ").append(slowByDueSecond.get(i)).append(',');
+      }
+      b.setLength(b.length() - 1);
+      return b.append(worst.size() < countNonZero() ? ", …" : "").toString();
+    }
+
+    private int countNonZero() {
+      int n = 0;
+      for (int i = 0; i < slowByDueSecond.length(); i++) {
+        n += slowByDueSecond.get(i) > 0 ? 1 : 0;
+      }
+      return n;
     }
 
     /** A failed request (non-2xx, transport error, rejected item): counted under {@code name + ": " + kind}. */

@@ -132,6 +132,12 @@ final class PullsWorkload {
     System.out.println(p.pull.summary() + String.format(Locale.ROOT, "; %.0f%% empty, %d full pages",
         pulls == 0 ? 0.0 : 100.0 * p.emptyPulls.sum() / pulls, p.fullPages.sum()));
     System.out.println(p.ack.summary() + " (acks signed when sent)");
+    for (BenchStats.Op op : List.of(p.push, p.pull, p.ack)) {
+      String slow = op.slowSeconds();
+      if (!slow.isEmpty()) {
+        System.out.println("  " + op.name + " tail: " + slow);
+      }
+    }
     System.out.println(p.stats.errorSummary());
     System.out.println(deliveries.summary("e2e, push answer → pull answer"));
     System.out.printf(Locale.ROOT, "generator: lag p50 %s p99 %s max %s ms%n", BenchStats.ms(p.lag, 50),
