@@ -2,11 +2,7 @@ package io.mbxrelay.auth;
 
 import io.mbxrelay.wire.Hashes;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -27,8 +23,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Bounded, and never a way to lock other hosts out: at most {@code maxPerKey} entries per caller key (a key over its
  * share loses protection for its own oldest entries only) and at most {@code maxEntries} in all (over that, the
  * oldest entry overall is evicted, which at worst falls back to the reference's ±window behaviour for that old hop;
- * it never refuses anyone). Expired entries are swept at most once a second. Thread-safe (shared by every HTTP
- * verticle instance); methods are short and synchronized, O(1) except the sweep (O(size), at most once a second).
+ * it never refuses anyone). Stale entries are dropped from the oldest end as hops arrive. Thread-safe (shared by every
+ * HTTP verticle instance); methods are short and synchronized, O(1) amortized except {@link #sweep} (O(size)).
  */
 public final class HopReplayCache {
   /** What {@link #admit} decided. */
@@ -39,14 +35,54 @@ public final class HopReplayCache {
     REPLAY
   }
 
-  private record Entry(String key, long until) {}
+  /** No slot. */
+  private static final int NIL = -1;
+  /** Slots (and index positions) a new cache starts with; both double as it fills, up to {@code maxEntries + 1}. */
+  private static final int INITIAL_SLOTS = 1024;
+
+  /** One caller's remembered hops: a doubly linked list through the slots, oldest first. */
+  private static final class Owner {
+    final String key;
+    int oldest = NIL;
+    int newest = NIL;
+    int count;
+
+    Owner(String key) {
+      this.key = key;
+    }
+  }
 
   private final int maxEntries;
   private final int maxPerKey;
   private final long windowMs;
-  private final LinkedHashMap<String, Entry> seen = new LinkedHashMap<>();
-  private final Map<String, LinkedHashSet<String>> byKey = new HashMap<>();
-  private long lastSweep = Long.MIN_VALUE;
+  // The entries live in parallel arrays ("slots"), not in a map of objects: at goal 5's load of issue 18 (~3,000
+  // state-changing hops a second, the cache full at 200,000) the map's strings, records and nodes (~250 bytes a hop,
+  // each living about a minute) were most of what survived the young collections (G1's age table: ~15 MB over five
+  // ages before, ~4.6 MB after) and then died in the old generation (mixed collections in a two-minute run: 13-15
+  // before, 2-9 after; docs/performance.md). A slot is 44 bytes in arrays that grow by doubling, plus 8-16 bytes of
+  // index. Own code: no library offers a bounded, insertion-ordered set of 128-bit ids with per-owner quotas and no
+  // per-entry objects.
+  /** The first and second 8 bytes of a hop's id (the 128 leading bits of {@link #hopId}). */
+  private long[] idHi;
+  private long[] idLo;
+  /** When each slot's hop stops being fresh, epoch ms. */
+  private long[] until;
+  private Owner[] owner;
+  /** Insertion order over all slots (older, newer); the free list through {@link #newer}. */
+  private int[] older;
+  private int[] newer;
+  /** Insertion order within the slot's owner. */
+  private int[] ownerOlder;
+  private int[] ownerNewer;
+  private int oldest = NIL;
+  private int newest = NIL;
+  private int size;
+  /** Slots handed out at least once; those below it and not live are on the free list. */
+  private int used;
+  private int free = NIL;
+  /** Open addressing with linear probing by {@link #idLo}: slot + 1 per position, 0 = empty. */
+  private int[] index;
+  private final Map<String, Owner> owners = new HashMap<>();
   private final AtomicLong replays = new AtomicLong();
   private final AtomicLong evicted = new AtomicLong();
   private volatile SharedReplays shared;
@@ -63,6 +99,7 @@ public final class HopReplayCache {
     this.maxEntries = maxEntries;
     this.maxPerKey = maxPerKey;
     this.windowMs = windowMs;
+    allocate((int) Math.min(INITIAL_SLOTS, maxEntries + 1L));
   }
 
   /**
@@ -89,7 +126,7 @@ public final class HopReplayCache {
    * @return {@link Result#FRESH} or {@link Result#REPLAY}
    */
   public Result admit(String callerKey, byte[] signedText, long tsMs, long nowMs) {
-    return admitId(callerKey, java.util.HexFormat.of().formatHex(hopId(callerKey, signedText)), tsMs, nowMs);
+    return admitId(callerKey, hopId(callerKey, signedText), tsMs, nowMs);
   }
 
   /**
@@ -133,7 +170,7 @@ public final class HopReplayCache {
    */
   public io.vertx.core.Future<Result> admitEverywhere(String callerKey, byte[] signature, long tsMs, long nowMs) {
     byte[] id = hopId(callerKey, signature);
-    Result here = admitId(callerKey, java.util.HexFormat.of().formatHex(id), tsMs, nowMs);
+    Result here = admitId(callerKey, id, tsMs, nowMs);
     SharedReplays everywhere = shared;
     if (here == Result.REPLAY || everywhere == null) {
       return io.vertx.core.Future.succeededFuture(here);
@@ -147,66 +184,211 @@ public final class HopReplayCache {
     });
   }
 
-  private synchronized Result admitId(String callerKey, String id, long tsMs, long nowMs) {
-    Entry e = seen.get(id);
-    if (e != null && e.until >= nowMs) {
+  private synchronized Result admitId(String callerKey, byte[] id, long tsMs, long nowMs) {
+    // 128 of the id's 256 bits: a false REPLAY needs two of at most 10^8 remembered hops to share them (p < 10^-22)
+    long hi = leading(id, 0);
+    long lo = leading(id, 8);
+    int e = find(hi, lo);
+    if (e != NIL && until[e] >= nowMs) {
       replays.incrementAndGet();
       return Result.REPLAY;
     }
-    if (nowMs - lastSweep >= 1000) {
-      sweep(nowMs);
+    dropExpiredOldest(nowMs);
+    if (e != NIL && owner[e] != null) { // expired, and not dropped just now: replaced by the new entry
+      remove(e);
     }
-    if (e != null) {
-      remove(id);
-    }
-    seen.put(id, new Entry(callerKey, tsMs + windowMs));
-    LinkedHashSet<String> mine = byKey.computeIfAbsent(callerKey, k -> new LinkedHashSet<>());
-    mine.add(id);
-    if (mine.size() > maxPerKey) {
-      remove(mine.iterator().next());
+    Owner o = owners.computeIfAbsent(callerKey, Owner::new);
+    int slot = take();
+    idHi[slot] = hi;
+    idLo[slot] = lo;
+    until[slot] = tsMs + windowMs;
+    owner[slot] = o;
+    link(slot, o);
+    addToIndex(slot);
+    if (o.count > maxPerKey) {
+      remove(o.oldest);
       evicted.incrementAndGet();
     }
-    if (seen.size() > maxEntries) {
-      remove(seen.keySet().iterator().next());
+    if (size > maxEntries) {
+      remove(oldest);
       evicted.incrementAndGet();
     }
     return Result.FRESH;
   }
 
-  private void remove(String id) {
-    Entry e = seen.remove(id);
-    if (e != null) {
-      LinkedHashSet<String> ids = byKey.get(e.key);
-      if (ids != null) {
-        ids.remove(id);
-        if (ids.isEmpty()) {
-          byKey.remove(e.key);
-        }
+  private static long leading(byte[] id, int from) {
+    long v = 0;
+    for (int i = from; i < from + 8; i++) {
+      v = (v << 8) | (id[i] & 0xff);
+    }
+    return v;
+  }
+
+  /**
+   * Drops entries from the oldest end while their hop is stale: amortized O(1) per admitted hop. An entry behind a
+   * fresher one (a host whose clock runs behind) stays until it reaches the oldest end or the bounds evict it; it is
+   * never taken for a replay meanwhile ({@link #admitId} compares its time).
+   */
+  private void dropExpiredOldest(long nowMs) {
+    while (oldest != NIL && until[oldest] < nowMs) {
+      remove(oldest);
+    }
+  }
+
+  /** A free slot, growing the arrays (doubling, up to {@code maxEntries + 1}) when none is left. */
+  private int take() {
+    if (free != NIL) {
+      int slot = free;
+      free = newer[slot];
+      return slot;
+    }
+    if (used == idHi.length) {
+      allocate((int) Math.min((long) idHi.length * 2, maxEntries + 1L));
+    }
+    return used++;
+  }
+
+  /** (Re)allocates the slot arrays for {@code slots} slots and rebuilds the index. */
+  private void allocate(int slots) {
+    idHi = idHi == null ? new long[slots] : java.util.Arrays.copyOf(idHi, slots);
+    idLo = idLo == null ? new long[slots] : java.util.Arrays.copyOf(idLo, slots);
+    until = until == null ? new long[slots] : java.util.Arrays.copyOf(until, slots);
+    owner = owner == null ? new Owner[slots] : java.util.Arrays.copyOf(owner, slots);
+    older = older == null ? new int[slots] : java.util.Arrays.copyOf(older, slots);
+    newer = newer == null ? new int[slots] : java.util.Arrays.copyOf(newer, slots);
+    ownerOlder = ownerOlder == null ? new int[slots] : java.util.Arrays.copyOf(ownerOlder, slots);
+    ownerNewer = ownerNewer == null ? new int[slots] : java.util.Arrays.copyOf(ownerNewer, slots);
+    index = new int[Integer.highestOneBit(Math.max(2, slots) - 1) << 2]; // a power of two ≥ 2 × slots: load ≤ ½
+    for (int slot = 0; slot < used; slot++) {
+      if (owner[slot] != null) {
+        addToIndex(slot);
+      }
+    }
+  }
+
+  /** Appends a new slot at the newest end of both orders. */
+  private void link(int slot, Owner o) {
+    older[slot] = newest;
+    newer[slot] = NIL;
+    if (newest != NIL) {
+      newer[newest] = slot;
+    } else {
+      oldest = slot;
+    }
+    newest = slot;
+    ownerOlder[slot] = o.newest;
+    ownerNewer[slot] = NIL;
+    if (o.newest != NIL) {
+      ownerNewer[o.newest] = slot;
+    } else {
+      o.oldest = slot;
+    }
+    o.newest = slot;
+    o.count++;
+    size++;
+  }
+
+  private void remove(int slot) {
+    int a = older[slot];
+    int b = newer[slot];
+    if (a != NIL) {
+      newer[a] = b;
+    } else {
+      oldest = b;
+    }
+    if (b != NIL) {
+      older[b] = a;
+    } else {
+      newest = a;
+    }
+    Owner o = owner[slot];
+    a = ownerOlder[slot];
+    b = ownerNewer[slot];
+    if (a != NIL) {
+      ownerNewer[a] = b;
+    } else {
+      o.oldest = b;
+    }
+    if (b != NIL) {
+      ownerOlder[b] = a;
+    } else {
+      o.newest = a;
+    }
+    if (--o.count == 0) {
+      owners.remove(o.key);
+    }
+    removeFromIndex(slot);
+    owner[slot] = null;
+    newer[slot] = free;
+    free = slot;
+    size--;
+  }
+
+  private int home(long lo) {
+    return (int) (lo ^ (lo >>> 32)) & (index.length - 1);
+  }
+
+  private int find(long hi, long lo) {
+    int mask = index.length - 1;
+    for (int i = home(lo); index[i] != 0; i = (i + 1) & mask) {
+      int slot = index[i] - 1;
+      if (idLo[slot] == lo && idHi[slot] == hi) {
+        return slot;
+      }
+    }
+    return NIL;
+  }
+
+  private void addToIndex(int slot) {
+    int mask = index.length - 1;
+    int i = home(idLo[slot]);
+    while (index[i] != 0) {
+      i = (i + 1) & mask;
+    }
+    index[i] = slot + 1;
+  }
+
+  /** Linear probing's deletion by backward shift (Knuth, TAOCP vol. 3, 6.4 algorithm R): no tombstones. */
+  private void removeFromIndex(int slot) {
+    int mask = index.length - 1;
+    int i = home(idLo[slot]);
+    while (index[i] != slot + 1) {
+      i = (i + 1) & mask;
+    }
+    index[i] = 0;
+    for (int j = (i + 1) & mask; index[j] != 0; j = (j + 1) & mask) {
+      int h = home(idLo[index[j] - 1]);
+      boolean stays = j > i ? h > i && h <= j : h > i || h <= j; // its home lies cyclically in (i, j]
+      if (!stays) {
+        index[i] = index[j];
+        index[j] = 0;
+        i = j;
       }
     }
   }
 
   /**
-   * Drops entries whose hop is no longer fresh.
+   * Drops every entry whose hop is no longer fresh (a full pass; {@link #admit} itself only drops from the oldest end).
    *
    * @param nowMs now, epoch ms
    * @return entries dropped
    */
   public synchronized int sweep(long nowMs) {
-    lastSweep = nowMs;
-    List<String> expired = new ArrayList<>();
-    for (Map.Entry<String, Entry> en : seen.entrySet()) {
-      if (en.getValue().until < nowMs) {
-        expired.add(en.getKey());
+    int dropped = 0;
+    for (int slot = oldest; slot != NIL; ) {
+      int next = newer[slot];
+      if (until[slot] < nowMs) {
+        remove(slot);
+        dropped++;
       }
+      slot = next;
     }
-    expired.forEach(this::remove);
-    return expired.size();
+    return dropped;
   }
 
   /** Hops remembered right now (for a gauge). */
   public synchronized int size() {
-    return seen.size();
+    return size;
   }
 
   /** Replays refused since start (for a counter). */

@@ -45,6 +45,106 @@ class HopReplayCacheTest {
   }
 
   @Test
+  void a_stale_entry_at_the_oldest_end_is_dropped_as_hops_arrive_and_an_expired_hop_is_admitted_again() {
+    HopReplayCache c = new HopReplayCache(10, 10, 1000);
+    assertThat(c.admit("k", "a", 0, 0)).isEqualTo(HopReplayCache.Result.FRESH);
+    assertThat(c.admit("k", "b", 500, 500)).isEqualTo(HopReplayCache.Result.FRESH);
+    assertThat(c.admit("k", "c", 1200, 1200)).as("a's ts + window has passed: dropped").isEqualTo(HopReplayCache.Result.FRESH);
+    assertThat(c.size()).isEqualTo(2);
+    assertThat(c.admit("k", "b", 500, 1500)).as("b is stale at its until").isEqualTo(HopReplayCache.Result.REPLAY);
+    assertThat(c.admit("k", "b", 600, 1501)).as("past it, the same id is admitted again").isEqualTo(HopReplayCache.Result.FRESH);
+    assertThat(c.evicted()).isZero();
+  }
+
+  /**
+   * Random admissions (ids, callers, clocks that run behind) against a plain model of the rules: the first hop of an id
+   * is fresh, the same id again is a replay until its ts + window, a caller over its share loses its own oldest entry,
+   * a full cache its oldest overall, and stale entries leave from the oldest end. Exercises the arrays' growth, the free
+   * list and the index's deletions far beyond the other tests.
+   */
+  @Test
+  void random_admissions_decide_as_the_plain_rules_do() {
+    java.util.Random r = new java.util.Random(18);
+    for (int round = 0; round < 20; round++) {
+      int max = 1 + r.nextInt(round < 10 ? 50 : 5000);
+      int perKey = 1 + r.nextInt(round % 2 == 0 ? 8 : max + 1);
+      long window = 1 + r.nextInt(2000);
+      HopReplayCache c = new HopReplayCache(max, perKey, window);
+      Model m = new Model(max, perKey, window);
+      long now = 0;
+      for (int i = 0; i < 40_000; i++) {
+        now += r.nextInt(3);
+        String key = "k" + r.nextInt(1 + round * 3);
+        String id = "h" + r.nextInt(max * 3 + 10);
+        long ts = now - r.nextInt((int) window + 1); // some callers' clocks run behind
+        HopReplayCache.Result got = c.admit(key, id, ts, now);
+        assertThat(got).as("round %d, step %d", round, i).isEqualTo(m.admit(key, id, ts, now));
+      }
+      assertThat(c.size()).as("round %d", round).isEqualTo(m.seen.size());
+      assertThat(c.evicted()).as("round %d", round).isEqualTo(m.evicted);
+      assertThat(c.replaysRefused()).as("round %d", round).isEqualTo(m.replays);
+      assertThat(c.sweep(now + window + 2)).isEqualTo(m.seen.size());
+      assertThat(c.size()).isZero();
+    }
+  }
+
+  /** The rules in maps of objects (the earlier implementation, dropping stale entries from the oldest end). */
+  private static final class Model {
+    final int max;
+    final int perKey;
+    final long window;
+    final java.util.LinkedHashMap<String, long[]> seen = new java.util.LinkedHashMap<>(); // id → {until}
+    final java.util.Map<String, String> ownerOf = new java.util.HashMap<>();
+    final java.util.Map<String, java.util.LinkedHashSet<String>> byKey = new java.util.HashMap<>();
+    long evicted;
+    long replays;
+
+    Model(int max, int perKey, long window) {
+      this.max = max;
+      this.perKey = perKey;
+      this.window = window;
+    }
+
+    HopReplayCache.Result admit(String key, String text, long ts, long now) {
+      String id = key + "\n" + text;
+      long[] e = seen.get(id);
+      if (e != null && e[0] >= now) {
+        replays++;
+        return HopReplayCache.Result.REPLAY;
+      }
+      while (!seen.isEmpty() && seen.values().iterator().next()[0] < now) {
+        remove(seen.keySet().iterator().next());
+      }
+      if (seen.containsKey(id)) {
+        remove(id);
+      }
+      seen.put(id, new long[] {ts + window});
+      ownerOf.put(id, key);
+      java.util.LinkedHashSet<String> mine = byKey.computeIfAbsent(key, k -> new java.util.LinkedHashSet<>());
+      mine.add(id);
+      if (mine.size() > perKey) {
+        remove(mine.iterator().next());
+        evicted++;
+      }
+      if (seen.size() > max) {
+        remove(seen.keySet().iterator().next());
+        evicted++;
+      }
+      return HopReplayCache.Result.FRESH;
+    }
+
+    void remove(String id) {
+      seen.remove(id);
+      String key = ownerOf.remove(id);
+      java.util.LinkedHashSet<String> ids = byKey.get(key);
+      ids.remove(id);
+      if (ids.isEmpty()) {
+        byKey.remove(key);
+      }
+    }
+  }
+
+  @Test
   void a_hop_fresh_here_is_checked_against_the_shared_record_and_a_local_replay_never_reaches_it() {
     HopReplayCache c = new HopReplayCache(10, 10, 300_000);
     byte[] sig = new byte[64];
