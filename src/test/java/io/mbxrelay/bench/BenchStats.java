@@ -37,6 +37,12 @@ final class BenchStats {
     final String name;
     final Histogram ok = new ConcurrentHistogram(HIGHEST_US, 3);
     final Histogram failed = new ConcurrentHistogram(HIGHEST_US, 3);
+    /**
+     * Latency of the successes from the moment the generator sent them, where {@link #ok} counts from when they were
+     * due: the difference is the generator's own lag (its pauses, its share of the cores). Only kinds whose due time
+     * and send time differ record it.
+     */
+    final Histogram okFromSend = new ConcurrentHistogram(HIGHEST_US, 3);
     final AtomicLongArray perSecond = new AtomicLongArray(Math.max(1, seconds));
     /** Successes slower than {@link #SLOW_US}, by the second of the phase they were due in. */
     final AtomicLongArray slowByDueSecond = new AtomicLongArray(Math.max(1, seconds));
@@ -44,6 +50,12 @@ final class BenchStats {
 
     Op(String name) {
       this.name = name;
+    }
+
+    /** A 2xx answer; latency from the scheduled start and from the send, ns. */
+    void ok(long latencyNanos, long nowNanos, long sinceSendNanos) {
+      okFromSend.recordValue(us(sinceSendNanos));
+      ok(latencyNanos, nowNanos);
     }
 
     /** A 2xx answer; latency from the scheduled start, ns. */

@@ -132,6 +132,10 @@ final class PullsWorkload {
     System.out.println(p.pull.summary() + String.format(Locale.ROOT, "; %.0f%% empty, %d full pages",
         pulls == 0 ? 0.0 : 100.0 * p.emptyPulls.sum() / pulls, p.fullPages.sum()));
     System.out.println(p.ack.summary() + " (acks signed when sent)");
+    for (BenchStats.Op op : List.of(p.push, p.pull)) {
+      System.out.println("  " + op.name + " from its send (the generator's lag left out): "
+          + BenchStats.percentiles(op.okFromSend));
+    }
     for (BenchStats.Op op : List.of(p.push, p.pull, p.ack)) {
       String slow = op.slowSeconds();
       if (!slow.isEmpty()) {
@@ -256,7 +260,8 @@ final class PullsWorkload {
     String id = pp.itemId();
     deliveries.sent(id, due);
     inflight.incrementAndGet();
-    p.lag.recordValue(BenchStats.us(System.nanoTime() - due));
+    long sent = System.nanoTime();
+    p.lag.recordValue(BenchStats.us(sent - due));
     s.client().send(pp.request(), TIMEOUT_MS).onComplete(ar -> {
       inflight.decrementAndGet();
       long now = System.nanoTime();
@@ -282,7 +287,7 @@ final class PullsWorkload {
         status = "unreadable answer";
       }
       if (status.equals("accepted")) {
-        p.push.ok(now - due, now);
+        p.push.ok(now - due, now, now - sent);
         deliveries.answered(id, now);
       } else {
         deliveries.failed(id);
@@ -328,7 +333,8 @@ final class PullsWorkload {
     // the target's cursor now; the prepared pull may ask from an older one (the same page: acks delete what they cover)
     long after = cursor[t];
     inflight.incrementAndGet();
-    p.lag.recordValue(BenchStats.us(System.nanoTime() - due));
+    long sent = System.nanoTime();
+    p.lag.recordValue(BenchStats.us(sent - due));
     s.client().send(pp.request(), TIMEOUT_MS).onComplete(ar -> {
       inflight.decrementAndGet();
       long now = System.nanoTime();
@@ -351,7 +357,7 @@ final class PullsWorkload {
         busy.set(t, 0);
         return;
       }
-      p.pull.ok(now - due, now);
+      p.pull.ok(now - due, now, now - sent);
       int n = page.itemIds().size();
       for (int i = 0; i < n; i++) {
         if (page.seqs()[i] <= after) {
