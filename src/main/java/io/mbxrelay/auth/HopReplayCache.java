@@ -23,7 +23,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Bounded, and never a way to lock other hosts out: at most {@code maxPerKey} entries per caller key (a key over its
  * share loses protection for its own oldest entries only) and at most {@code maxEntries} in all (over that, the
  * oldest entry overall is evicted, which at worst falls back to the reference's ±window behaviour for that old hop;
- * it never refuses anyone). Stale entries are dropped from the oldest end as hops arrive. Thread-safe (shared by every
+ * it never refuses anyone). Stale entries are dropped from the oldest end as hops arrive, and all of them (a full pass,
+ * at most once a second) before a fresh entry would be evicted for room. Thread-safe (shared by every
  * HTTP verticle instance); methods are short and synchronized, O(1) amortized except {@link #sweep} (O(size)).
  */
 public final class HopReplayCache {
@@ -37,8 +38,10 @@ public final class HopReplayCache {
 
   /** No slot. */
   private static final int NIL = -1;
-  /** Slots (and index positions) a new cache starts with; both double as it fills, up to {@code maxEntries + 1}. */
+  /** Slots a new cache starts with; they double as it fills, up to {@code maxEntries + 1} (the index: 2–4 × slots). */
   private static final int INITIAL_SLOTS = 1024;
+  /** Least time between two full sweeps before an eviction for room, ms. */
+  private static final long FULL_SWEEP_EVERY_MS = 1000;
 
   /** One caller's remembered hops: a doubly linked list through the slots, oldest first. */
   private static final class Owner {
@@ -55,13 +58,13 @@ public final class HopReplayCache {
   private final int maxEntries;
   private final int maxPerKey;
   private final long windowMs;
-  // The entries live in parallel arrays ("slots"), not in a map of objects: at goal 5's load of issue 18 (~3,000
-  // state-changing hops a second, the cache full at 200,000) the map's strings, records and nodes (~250 bytes a hop,
-  // each living about a minute) were most of what survived the young collections (G1's age table: ~15 MB over five
-  // ages before, ~4.6 MB after) and then died in the old generation (mixed collections in a two-minute run: 13-15
-  // before, 2-9 after; docs/performance.md). A slot is 44 bytes in arrays that grow by doubling, plus 8-16 bytes of
-  // index. Own code: no library offers a bounded, insertion-ordered set of 128-bit ids with per-owner quotas and no
-  // per-entry objects.
+  // The entries live in parallel arrays ("slots"), not in a map of objects per hop: at goal 5's load of issue 18
+  // (~3,000 state-changing hops a second, the cache full at 200,000) the map's strings, records and nodes (~250 bytes
+  // a hop, each living about a minute) were most of what survived the young collections (G1's age table: ~15 MB over
+  // five ages before, ~4.6 MB after) and then died in the old generation (mixed collections in a two-minute run:
+  // 13-15 before, 2-9 after; docs/performance.md). A slot is 44 bytes in arrays that grow by doubling, plus 8-16
+  // bytes of index, plus one Owner and map node (~70 bytes) per caller key with entries. Own code: no library offers
+  // a bounded, insertion-ordered set of 128-bit ids with per-owner quotas and no per-entry objects.
   /** The first and second 8 bytes of a hop's id (the 128 leading bits of {@link #hopId}). */
   private long[] idHi;
   private long[] idLo;
@@ -80,6 +83,8 @@ public final class HopReplayCache {
   /** Slots handed out at least once; those below it and not live are on the free list. */
   private int used;
   private int free = NIL;
+  /** When {@link #sweep} last ran, epoch ms (half of Long.MIN_VALUE: no overflow in {@code now - lastFullSweep}). */
+  private long lastFullSweep = Long.MIN_VALUE / 2;
   /** Open addressing with linear probing by {@link #idLo}: slot + 1 per position, 0 = empty. */
   private int[] index;
   private final Map<String, Owner> owners = new HashMap<>();
@@ -206,14 +211,25 @@ public final class HopReplayCache {
     link(slot, o);
     addToIndex(slot);
     if (o.count > maxPerKey) {
-      remove(o.oldest);
-      evicted.incrementAndGet();
+      evict(o.oldest, nowMs);
+    }
+    if (size > maxEntries && nowMs - lastFullSweep >= FULL_SWEEP_EVERY_MS) {
+      // stale entries behind a fresher one (a host whose clock runs ahead holds back everyone's at the oldest end) go
+      // before a fresh one is evicted for room
+      sweep(nowMs);
     }
     if (size > maxEntries) {
-      remove(oldest);
-      evicted.incrementAndGet();
+      evict(oldest, nowMs);
     }
     return Result.FRESH;
+  }
+
+  /** Removes an entry for room; counted as evicted only while its hop is still fresh. */
+  private void evict(int slot, long nowMs) {
+    if (until[slot] >= nowMs) {
+      evicted.incrementAndGet();
+    }
+    remove(slot);
   }
 
   private static long leading(byte[] id, int from) {
@@ -226,7 +242,8 @@ public final class HopReplayCache {
 
   /**
    * Drops entries from the oldest end while their hop is stale: amortized O(1) per admitted hop. An entry behind a
-   * fresher one (a host whose clock runs behind) stays until it reaches the oldest end or the bounds evict it; it is
+   * fresher one (behind the entry of a host whose clock runs ahead, which stays up to twice the window) stays until it
+   * reaches the oldest end or a full {@link #sweep} (at most once a second, when the cache is full) drops it; it is
    * never taken for a replay meanwhile ({@link #admitId} compares its time).
    */
   private void dropExpiredOldest(long nowMs) {
@@ -368,12 +385,14 @@ public final class HopReplayCache {
   }
 
   /**
-   * Drops every entry whose hop is no longer fresh (a full pass; {@link #admit} itself only drops from the oldest end).
+   * Drops every entry whose hop is no longer fresh (a full pass; {@link #admit} drops from the oldest end, and runs
+   * this at most once a second when the cache is full, before it evicts a fresh entry for room).
    *
    * @param nowMs now, epoch ms
    * @return entries dropped
    */
   public synchronized int sweep(long nowMs) {
+    lastFullSweep = nowMs;
     int dropped = 0;
     for (int slot = oldest; slot != NIL; ) {
       int next = newer[slot];
@@ -396,7 +415,7 @@ public final class HopReplayCache {
     return replays.get();
   }
 
-  /** Live entries evicted to stay within the bounds, since start (for a counter). */
+  /** Entries evicted while still fresh to stay within the bounds, since start (for a counter). */
   public long evicted() {
     return evicted.get();
   }

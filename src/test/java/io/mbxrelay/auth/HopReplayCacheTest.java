@@ -56,8 +56,19 @@ class HopReplayCacheTest {
     assertThat(c.evicted()).isZero();
   }
 
+  @Test
+  void a_full_cache_drops_stale_entries_held_back_by_a_fast_clock_before_it_evicts_a_fresh_one() {
+    HopReplayCache c = new HopReplayCache(2, 10, 1000);
+    assertThat(c.admit("ahead", "a", 1000, 0)).isEqualTo(HopReplayCache.Result.FRESH); // fresh until 2000
+    assertThat(c.admit("behind", "b", -1000, 0)).isEqualTo(HopReplayCache.Result.FRESH); // fresh until 0
+    assertThat(c.admit("c", "c", 1000, 1000)).as("b is stale behind a: swept, no room needed")
+        .isEqualTo(HopReplayCache.Result.FRESH);
+    assertThat(c.admit("ahead", "a", 1000, 1001)).as("a kept its protection").isEqualTo(HopReplayCache.Result.REPLAY);
+    assertThat(c.evicted()).isZero();
+  }
+
   /**
-   * Random admissions (ids, callers, clocks that run behind) against a plain model of the rules: the first hop of an id
+   * Random admissions (ids, callers, clocks ahead and behind) against a plain model of the rules: the first hop of an id
    * is fresh, the same id again is a replay until its ts + window, a caller over its share loses its own oldest entry,
    * a full cache its oldest overall, and stale entries leave from the oldest end. Exercises the arrays' growth, the free
    * list and the index's deletions far beyond the other tests.
@@ -76,19 +87,23 @@ class HopReplayCacheTest {
         now += r.nextInt(3);
         String key = "k" + r.nextInt(1 + round * 3);
         String id = "h" + r.nextInt(max * 3 + 10);
-        long ts = now - r.nextInt((int) window + 1); // some callers' clocks run behind
+        // callers' clocks anywhere in the window: entries that stay up to twice it hold back the oldest end
+        long ts = now - window + r.nextInt((int) (2 * window + 1));
         HopReplayCache.Result got = c.admit(key, id, ts, now);
         assertThat(got).as("round %d, step %d", round, i).isEqualTo(m.admit(key, id, ts, now));
       }
       assertThat(c.size()).as("round %d", round).isEqualTo(m.seen.size());
       assertThat(c.evicted()).as("round %d", round).isEqualTo(m.evicted);
       assertThat(c.replaysRefused()).as("round %d", round).isEqualTo(m.replays);
-      assertThat(c.sweep(now + window + 2)).isEqualTo(m.seen.size());
+      assertThat(c.sweep(now + 2 * window + 1)).as("every entry is stale past now + 2 windows").isEqualTo(m.seen.size());
       assertThat(c.size()).isZero();
     }
   }
 
-  /** The rules in maps of objects (the earlier implementation, dropping stale entries from the oldest end). */
+  /**
+   * The rules in maps of objects (the earlier implementation's shape): stale entries leave from the oldest end, and all
+   * of them at most once a second before a fresh entry is evicted for room; only fresh entries count as evicted.
+   */
   private static final class Model {
     final int max;
     final int perKey;
@@ -98,6 +113,7 @@ class HopReplayCacheTest {
     final java.util.Map<String, java.util.LinkedHashSet<String>> byKey = new java.util.HashMap<>();
     long evicted;
     long replays;
+    long lastSweep = Long.MIN_VALUE / 2;
 
     Model(int max, int perKey, long window) {
       this.max = max;
@@ -123,14 +139,23 @@ class HopReplayCacheTest {
       java.util.LinkedHashSet<String> mine = byKey.computeIfAbsent(key, k -> new java.util.LinkedHashSet<>());
       mine.add(id);
       if (mine.size() > perKey) {
-        remove(mine.iterator().next());
-        evicted++;
+        evict(mine.iterator().next(), now);
+      }
+      if (seen.size() > max && now - lastSweep >= 1000) {
+        lastSweep = now;
+        new java.util.ArrayList<>(seen.keySet()).stream().filter(k -> seen.get(k)[0] < now).forEach(this::remove);
       }
       if (seen.size() > max) {
-        remove(seen.keySet().iterator().next());
-        evicted++;
+        evict(seen.keySet().iterator().next(), now);
       }
       return HopReplayCache.Result.FRESH;
+    }
+
+    void evict(String id, long now) {
+      if (seen.get(id)[0] >= now) {
+        evicted++;
+      }
+      remove(id);
     }
 
     void remove(String id) {
