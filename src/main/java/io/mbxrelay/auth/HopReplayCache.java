@@ -1,6 +1,5 @@
 package io.mbxrelay.auth;
 
-import io.mbxrelay.wire.Hashes;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;
@@ -66,17 +65,17 @@ public final class HopReplayCache {
   // bytes of index, plus one Owner and map node (~70 bytes) per caller key with entries. Own code: no library offers
   // a bounded, insertion-ordered set of 128-bit ids with per-owner quotas and no per-entry objects.
   /** The first and second 8 bytes of a hop's id (the 128 leading bits of {@link #hopId}). */
-  private long[] idHi;
-  private long[] idLo;
+  private long[] idHi = new long[0];
+  private long[] idLo = new long[0];
   /** When each slot's hop stops being fresh, epoch ms. */
-  private long[] until;
-  private Owner[] owner;
+  private long[] until = new long[0];
+  private Owner[] owner = new Owner[0];
   /** Insertion order over all slots (older, newer); the free list through {@link #newer}. */
-  private int[] older;
-  private int[] newer;
+  private int[] older = new int[0];
+  private int[] newer = new int[0];
   /** Insertion order within the slot's owner. */
-  private int[] ownerOlder;
-  private int[] ownerNewer;
+  private int[] ownerOlder = new int[0];
+  private int[] ownerNewer = new int[0];
   private int oldest = NIL;
   private int newest = NIL;
   private int size;
@@ -267,14 +266,14 @@ public final class HopReplayCache {
 
   /** (Re)allocates the slot arrays for {@code slots} slots and rebuilds the index. */
   private void allocate(int slots) {
-    idHi = idHi == null ? new long[slots] : java.util.Arrays.copyOf(idHi, slots);
-    idLo = idLo == null ? new long[slots] : java.util.Arrays.copyOf(idLo, slots);
-    until = until == null ? new long[slots] : java.util.Arrays.copyOf(until, slots);
-    owner = owner == null ? new Owner[slots] : java.util.Arrays.copyOf(owner, slots);
-    older = older == null ? new int[slots] : java.util.Arrays.copyOf(older, slots);
-    newer = newer == null ? new int[slots] : java.util.Arrays.copyOf(newer, slots);
-    ownerOlder = ownerOlder == null ? new int[slots] : java.util.Arrays.copyOf(ownerOlder, slots);
-    ownerNewer = ownerNewer == null ? new int[slots] : java.util.Arrays.copyOf(ownerNewer, slots);
+    idHi = java.util.Arrays.copyOf(idHi, slots);
+    idLo = java.util.Arrays.copyOf(idLo, slots);
+    until = java.util.Arrays.copyOf(until, slots);
+    owner = java.util.Arrays.copyOf(owner, slots);
+    older = java.util.Arrays.copyOf(older, slots);
+    newer = java.util.Arrays.copyOf(newer, slots);
+    ownerOlder = java.util.Arrays.copyOf(ownerOlder, slots);
+    ownerNewer = java.util.Arrays.copyOf(ownerNewer, slots);
     index = new int[Integer.highestOneBit(Math.max(2, slots) - 1) << 2]; // a power of two ≥ 2 × slots: load ≤ ½
     for (int slot = 0; slot < used; slot++) {
       if (owner[slot] != null) {

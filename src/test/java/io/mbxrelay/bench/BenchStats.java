@@ -87,8 +87,9 @@ final class BenchStats {
       if (total == 0) {
         return "";
       }
+      int nonZero = worst.size();
       worst.sort((a, b) -> Long.compare(slowByDueSecond.get(b), slowByDueSecond.get(a)));
-      worst = new java.util.ArrayList<>(worst.subList(0, Math.min(6, worst.size())));
+      worst = new java.util.ArrayList<>(worst.subList(0, Math.min(6, nonZero)));
       java.util.Collections.sort(worst);
       StringBuilder b = new StringBuilder(String.format(Locale.ROOT, "%d over %d ms, due in second", total,
           SLOW_US / 1000));
@@ -96,15 +97,7 @@ final class BenchStats {
         b.append(' ').append(i).append(": ").append(slowByDueSecond.get(i)).append(',');
       }
       b.setLength(b.length() - 1);
-      return b.append(worst.size() < countNonZero() ? ", …" : "").toString();
-    }
-
-    private int countNonZero() {
-      int n = 0;
-      for (int i = 0; i < slowByDueSecond.length(); i++) {
-        n += slowByDueSecond.get(i) > 0 ? 1 : 0;
-      }
-      return n;
+      return b.append(worst.size() < nonZero ? ", …" : "").toString();
     }
 
     /** A failed request (non-2xx, transport error, rejected item): counted under {@code name + ": " + kind}. */
