@@ -26,7 +26,11 @@ import org.slf4j.LoggerFactory;
  * reader still reads it, so under steady reading the file grows to the writer's own {@code wal_autocheckpoint}
  * ({@code store.walAutocheckpointPages}); from there each COMMIT also runs a passive checkpoint until the file starts
  * over, which copies at most what this thread has not yet (one interval's pages) and returns at once while this
- * thread is copying.
+ * thread is copying. SQLite fsyncs the database only in a checkpoint that copied up to the log's live end; the
+ * writer commits while this thread copies, so under steady load this thread seldom gets there, and the first
+ * checkpoint that does (the writer's, in the COMMIT past the bound) fsyncs everything copied since the last one:
+ * 60–95 ms every ~3 s under 100,000 hosts (docs/performance.md "Eighth session", where restarting the log earlier or
+ * fsyncing after each pass here were measured and not kept).
  *
  * <p>The connection never begins a transaction and writes no row. It is not a second writer: what it writes into
  * the database file is pages the writer already committed. A failed checkpoint is logged (at most once a minute) and
