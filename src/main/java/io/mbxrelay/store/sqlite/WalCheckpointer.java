@@ -30,7 +30,9 @@ import org.slf4j.LoggerFactory;
  * writer commits while this thread copies, so under steady load this thread seldom gets there, and the first
  * checkpoint that does (the writer's, in the COMMIT past the bound) fsyncs everything copied since the last one:
  * 60–95 ms every ~3 s under 100,000 hosts (docs/performance.md "Eighth session", where restarting the log earlier or
- * fsyncing after each pass here were measured and not kept).
+ * fsyncing after each pass here were measured and not kept, and "Ninth session", where starting the kernel's
+ * write-back after each pass cut that fsync to 15–29 ms but sent pages to the disk more than once and made the log's
+ * fsyncs and the tails worse).
  *
  * <p>The connection never begins a transaction and writes no row. It is not a second writer: what it writes into
  * the database file is pages the writer already committed. A failed checkpoint is logged (at most once a minute) and
