@@ -81,6 +81,20 @@ final class BenchClient implements AutoCloseable {
    */
   BenchClient(String baseUrl, int maxConnections, int pushConnections, boolean keepAlive, int eventLoops)
       throws Exception {
+    this(baseUrl, maxConnections, pushConnections, keepAlive, eventLoops, 60);
+  }
+
+  /**
+   * @param baseUrl the relay, {@code http://host:port}
+   * @param maxConnections pool size of the pulls (HTTP/1.1 connections to the relay)
+   * @param pushConnections a separate pool for {@link #sendPush}, or 0 to share the pulls' pool
+   * @param keepAlive false to send {@code connection: close} on every request (a new connection per request)
+   * @param eventLoops Vert.x event loops (threads) doing the HTTP work
+   * @param idleSeconds how long a pooled connection may stay unused before the pool closes it, s (0: never; keep it
+   *     below the relay's {@code http.idleTimeoutMs})
+   */
+  BenchClient(String baseUrl, int maxConnections, int pushConnections, boolean keepAlive, int eventLoops,
+      int idleSeconds) throws Exception {
     this.keepAlive = keepAlive;
     URI u = URI.create(baseUrl);
     this.host = u.getHost();
@@ -88,7 +102,7 @@ final class BenchClient implements AutoCloseable {
     this.vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(eventLoops).setWorkerPoolSize(1)
         .setBlockedThreadCheckInterval(10).setBlockedThreadCheckIntervalUnit(TimeUnit.SECONDS));
     // keep-alive below the relay's idle timeout (75 s); no pipelining (one request per connection at a time)
-    HttpClientOptions options = new HttpClientOptions().setKeepAlive(keepAlive).setKeepAliveTimeout(60)
+    HttpClientOptions options = new HttpClientOptions().setKeepAlive(keepAlive).setKeepAliveTimeout(idleSeconds)
         .setPipelining(false).setTcpNoDelay(true).setDecompressionSupported(false);
     this.http = vertx.createHttpClient(options,
         new PoolOptions().setHttp1MaxSize(maxConnections).setMaxWaitQueueSize(-1));

@@ -75,6 +75,12 @@ public final class HostedRelayBench {
       Map.entry("MBX_RELAY_LIMITS_MAX_STORE_ITEMS", "100000000"),
       Map.entry("MBX_RELAY_LIMITS_MAX_STORE_BYTES", "1000000000000"));
 
+  /**
+   * Environment added for the {@code pulls} workload: the relay keeps an idle connection for 600 s instead of 75, so the
+   * generator's pool (which closes none) neither loses nor reopens connections inside a phase.
+   */
+  static final Map<String, String> PULLS_RELAY_ENV = Map.of("MBX_RELAY_HTTP_IDLE_TIMEOUT_MS", "600000");
+
   /** Command-line options (see {@link #USAGE}); rates per second, times in seconds, sizes in bytes. */
   static final class Options {
     String mode;
@@ -294,8 +300,13 @@ public final class HostedRelayBench {
           + " (mbxrelay_http_connections_max); hosts over it are answered 503 + Retry-After%n",
           adminValue(relay[0].adminUrl(), "mbxrelay_http_connections_max"));
     }
+    // pulls: the pool keeps its connections for the whole run (and the relay it starts keeps them too, PULLS_RELAY_ENV).
+    // The warm-up starts JIT-cold and its backlog opens the whole pool (1,024) where the steady load keeps ~410-650 busy;
+    // with a 60 s idle timeout the surplus was closed all at once inside the measured minute (~580 closes, both JVMs'
+    // compilers at work, that second's requests slow; docs/performance.md "Ninth session").
+    int idleSeconds = o.mode.equals("pulls") ? 0 : 60;
     try (BenchClient client = new BenchClient(url, pool, o.mode.equals("hosts") ? PUSH_CONNECTIONS : 0,
-        o.keepAlive, o.eventLoops())) {
+        o.keepAlive, o.eventLoops(), idleSeconds)) {
       JsonNode info = client.info();
       String epoch = info.get("epoch").asText();
       int waitMax = info.path("features").path("pull_wait_max_seconds").asInt(0);
@@ -413,6 +424,9 @@ public final class HostedRelayBench {
   /** As above on a given port (0: any), e.g. a restart on the port the hosts know. */
   static BenchRelayProcess startRelay(Path store, Options o, Path work, int port, String label) throws Exception {
     Map<String, String> env = new LinkedHashMap<>(RELAY_ENV);
+    if (o.mode.equals("pulls")) {
+      env.putAll(PULLS_RELAY_ENV);
+    }
     env.putAll(o.relayEnv);
     if (!o.relayEnv.isEmpty()) {
       System.out.println("relay env overrides: " + o.relayEnv);

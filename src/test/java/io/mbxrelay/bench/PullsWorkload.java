@@ -115,7 +115,7 @@ final class PullsWorkload {
     System.out.printf(Locale.ROOT, "pulls: push %.0f/s (1 item of %d B, %s item ids), pull %.0f/s (limit %d) + ack,"
             + " %d targets, %d senders; warm-up %d s, measured %d s; every push and pull of a phase built and signed"
             + " before its timer starts, acks signed when sent (they carry the pull's last_seq); generator event loops:"
-            + " %d%n",
+            + " %d; its pooled connections stay open for the run (a relay it starts gets http.idleTimeoutMs 600 s)%n",
         o.pushRate(), s.items().wireBytes(), o.timeOrderedIds ? "time-ordered" : "random", o.pullRate, PULL_LIMIT,
         targets.size(), senders.size(), o.warmup, o.seconds, s.client().loops.size());
     if (o.warmup > 0) {
