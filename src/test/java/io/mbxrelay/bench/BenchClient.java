@@ -101,7 +101,7 @@ final class BenchClient implements AutoCloseable {
     this.port = u.getPort() < 0 ? 80 : u.getPort();
     this.vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(eventLoops).setWorkerPoolSize(1)
         .setBlockedThreadCheckInterval(10).setBlockedThreadCheckIntervalUnit(TimeUnit.SECONDS));
-    // keep-alive below the relay's idle timeout (75 s); no pipelining (one request per connection at a time)
+    // idleSeconds below the relay's http.idleTimeoutMs (75 s by default); no pipelining (one request per connection at a time)
     HttpClientOptions options = new HttpClientOptions().setKeepAlive(keepAlive).setKeepAliveTimeout(idleSeconds)
         .setPipelining(false).setTcpNoDelay(true).setDecompressionSupported(false);
     this.http = vertx.createHttpClient(options,
