@@ -140,8 +140,8 @@ public final class PullWaiters implements io.mbxrelay.writer.ItemsCommitted {
 
   /** The writer's signal ({@link io.mbxrelay.writer.ItemsCommitted}): wakes the waiters of these targets. */
   @Override
-  public void itemsCommitted(java.util.Set<String> targets) {
-    wake(targets);
+  public void itemsCommitted(java.util.Map<String, Long> heads) {
+    wake(heads.keySet());
   }
 
   /**

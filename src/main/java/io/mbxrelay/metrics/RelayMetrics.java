@@ -178,6 +178,10 @@ public final class RelayMetrics implements AutoCloseable {
   public static final String PULL_PAGES_CUT = "mbxrelay.pull.pages.cut";
   /** Gauge: wire bytes of pull pages held while being written, bytes (issue 10 item 12). */
   public static final String PULL_PAGE_BYTES_HELD = "mbxrelay.pull.page.held";
+  /** Counter: pull pages answered from memory, without a read (issue 18 goal 5, {@code store.EmptyPageCache}). */
+  public static final String PULL_PAGES_FROM_MEMORY = "mbxrelay.pull.pages.from.memory";
+  /** Gauge: hosts whose queue the empty-page cache knows something about. */
+  public static final String PULL_EMPTY_PAGE_CACHE_SIZE = "mbxrelay.pull.empty.page.cache.size";
   /** Exact replays of state-changing hops refused (401). */
   public static final String REPLAYS_REFUSED = "mbxrelay.replay.refused";
   /** Live replay-cache entries evicted to stay within its bounds. */
@@ -284,6 +288,8 @@ public final class RelayMetrics implements AutoCloseable {
   private volatile BooleanSupplier ready = () -> false;
   private volatile LongSupplier replayCacheSize = () -> 0;
   private volatile LongSupplier pullWaiting = () -> 0;
+  private volatile LongSupplier pagesFromMemory = () -> 0;
+  private volatile LongSupplier emptyPageCacheSize = () -> 0;
   private volatile LongSupplier connectionsOpen = () -> 0;
   private volatile LongSupplier connectionsRefused = () -> 0;
   private volatile long connectionsMax;
@@ -406,6 +412,10 @@ public final class RelayMetrics implements AutoCloseable {
         .register(registry);
     Gauge.builder(PULL_WAITING, () -> pullWaiting.getAsLong()).description("long-poll pulls waiting for an item")
         .register(registry);
+    FunctionCounter.builder(PULL_PAGES_FROM_MEMORY, this, x -> x.pagesFromMemory.getAsLong())
+        .description("pull pages answered from memory: nothing to read").register(registry);
+    Gauge.builder(PULL_EMPTY_PAGE_CACHE_SIZE, () -> emptyPageCacheSize.getAsLong())
+        .description("hosts the empty-page cache knows").register(registry);
     Gauge.builder(CONNECTIONS_OPEN, () -> connectionsOpen.getAsLong())
         .description("connections the relay port serves now").register(registry);
     Gauge.builder(CONNECTIONS_MAX, () -> connectionsMax).description("the connection cap in force")
@@ -818,6 +828,17 @@ public final class RelayMetrics implements AutoCloseable {
   public void bindPulls(LongSupplier waiting, LongSupplier pageBytes) {
     this.pullWaiting = Objects.requireNonNull(waiting);
     this.pageBytesHeld = Objects.requireNonNull(pageBytes);
+  }
+
+  /**
+   * Binds the empty-page cache's meters (until bound they read 0; a store several instances write has none).
+   *
+   * @param hits pull pages answered from memory since start
+   * @param size hosts with an entry now
+   */
+  public void bindEmptyPages(LongSupplier hits, LongSupplier size) {
+    this.pagesFromMemory = Objects.requireNonNull(hits);
+    this.emptyPageCacheSize = Objects.requireNonNull(size);
   }
 
   /**

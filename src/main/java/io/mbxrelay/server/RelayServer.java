@@ -191,8 +191,19 @@ public final class RelayServer implements AutoCloseable {
       // long-poll waiters: the writer signals them after each COMMIT that stored items (writer.ItemsCommitted)
       io.mbxrelay.http.PullWaiters waiters = new io.mbxrelay.http.PullWaiters(config.limits().maxEnrolments());
       store.onItemsElsewhere(waiters::wake); // items another instance committed wake this instance's pulls
+      // pulls that would find nothing are answered from what this writer and earlier reads said (one writer only)
+      // (set once the reads are open; volatile, so that no COMMIT after that is missed by the writer thread)
+      java.util.concurrent.atomic.AtomicReference<io.mbxrelay.store.EmptyPageCache> emptyPages =
+          new java.util.concurrent.atomic.AtomicReference<>();
+      io.mbxrelay.writer.ItemsCommitted committed = heads -> {
+        io.mbxrelay.store.EmptyPageCache cache = emptyPages.get();
+        if (cache != null) {
+          cache.committed(heads); // first: a woken pull must not find the old head
+        }
+        waiters.itemsCommitted(heads);
+      };
       StoreWriterVerticle writer = new StoreWriterVerticle(ledger, sc.writerBatchMax(), sc.writerBatchMaxRows(),
-          sc.writerBatchMaxBytes(), sc.writerCommitDelayMs(), disk, store.answers(), waiters,
+          sc.writerBatchMaxBytes(), sc.writerCommitDelayMs(), disk, store.answers(), committed,
           (commands, nanos, failure) -> {
             m.writerTransaction(commands.size(), nanos, failure == null ? null : failure.kind());
             options.transactions().transaction(commands, nanos, failure);
@@ -205,6 +216,13 @@ public final class RelayServer implements AutoCloseable {
           .setThreadingModel(ThreadingModel.WORKER).setWorkerPoolName("mbx-writer").setWorkerPoolSize(1))));
       openedLedger = null; // the writer owns it now and closes it when undeployed
       RelayReads reads = store.openReads(vertx);
+      if (store.soleWriter()) {
+        io.mbxrelay.store.EmptyPageCache cache = new io.mbxrelay.store.EmptyPageCache(reads,
+            config.limits().maxEnrolments());
+        emptyPages.set(cache);
+        reads = cache;
+        metrics.bindEmptyPages(cache::hits, cache::size);
+      }
       RelayServer server = finish(config, store.relayKey(), options, vertx, metrics, writer, reads,
           store.enrolments(), store.epoch(), clock, disk, store.statusFile(), store.report(), deployments, waiters,
           store.sharedRequestState(vertx, config.limits(), options.clock()::millis).orElse(null));

@@ -23,8 +23,9 @@ import io.mbxrelay.wire.Json;
 import io.mbxrelay.wire.KeySpelling;
 import java.time.Clock;
 import java.util.ArrayList;
-import java.util.HashSet;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
@@ -63,9 +64,17 @@ public final class RelayLedger implements RelayStore {
   private final RelayConfig.Limits limits;
   private final Rules rules = new Rules();
   private CommitHook hook = (c, done) -> {};
-  private Consumer<Set<String>> newItems = targets -> {};
-  /** Targets that received an item in the open transaction (long-poll pulls wake after COMMIT). */
-  private final Set<String> newItemTargets = new HashSet<>();
+  private Consumer<Map<String, Long>> newItems = heads -> {};
+  /**
+   * Targets that received an item in the open transaction, each with the highest seq stored for it (long-poll pulls wake
+   * after COMMIT; the empty-page cache learns the new head). Changes made inside a savepoint are journaled in
+   * {@link #headUndo} so that rolling the savepoint back takes them out again.
+   */
+  private final Map<String, Long> newItemHeads = new HashMap<>();
+  /** Inverse of each change to {@link #newItemHeads} made inside a savepoint: the target and its earlier value. */
+  private final List<Map.Entry<String, Long>> headUndo = new ArrayList<>();
+  /** {@link #headUndo}'s size when each open savepoint began, innermost last. */
+  private final List<Integer> headMarks = new ArrayList<>();
   private long lastIsoMs;
   private String lastIso;
   /** Savepoints open in the running transaction. */
@@ -110,13 +119,14 @@ public final class RelayLedger implements RelayStore {
 
   /**
    * Installs the observer of committed items: called on the writer thread after each COMMIT that stored at least one
-   * item, before any reply of that transaction, with the targets that received items (long-poll pulls wake on it).
-   * A target may be named when a rolled-back command of the transaction had inserted for it: observers re-read.
+   * item, before any reply of that transaction, with the targets that received items (long-poll pulls wake on it),
+   * each mapped to the highest seq the transaction stored for it, which is the target's head seq once committed. A
+   * command or item rolled back to its savepoint names nothing.
    *
-   * @param observer receives an unmodifiable set of target keys
+   * @param observer receives an unmodifiable map of target key to its new head seq
    */
   @Override
-  public void onNewItems(Consumer<Set<String>> observer) {
+  public void onNewItems(Consumer<Map<String, Long>> observer) {
     this.newItems = Objects.requireNonNull(observer);
   }
 
@@ -167,6 +177,7 @@ public final class RelayLedger implements RelayStore {
   private List<CommandResult> runTransaction(List<? extends StoreCommand<?>> commands, boolean isolated)
       throws StoreException {
     depth = 0;
+    clearHeads();
     backend.begin();
     List<CommandResult> results = new ArrayList<>(commands.size());
     try {
@@ -178,7 +189,7 @@ public final class RelayLedger implements RelayStore {
           results.add(runInSavepoint(command));
         } else if (!runDirectly(command, results)) {
           backend.rollback();
-          newItemTargets.clear();
+          clearHeads();
           return null;
         }
       }
@@ -190,7 +201,7 @@ public final class RelayLedger implements RelayStore {
       }
     } catch (StoreException | RuntimeException e) {
       backend.rollback();
-      newItemTargets.clear();
+      clearHeads();
       if (e instanceof StoreException se) {
         throw se;
       }
@@ -198,14 +209,14 @@ public final class RelayLedger implements RelayStore {
     } catch (Error e) {
       // An Error (OutOfMemoryError, ...) must not leave the write connection inside an open transaction.
       backend.rollback();
-      newItemTargets.clear();
+      clearHeads();
       throw e;
     }
-    if (!newItemTargets.isEmpty()) {
-      Set<String> targets = Set.copyOf(newItemTargets);
-      newItemTargets.clear();
+    if (!newItemHeads.isEmpty()) {
+      Map<String, Long> heads = Map.copyOf(newItemHeads);
+      clearHeads();
       try {
-        newItems.accept(targets);
+        newItems.accept(heads);
       } catch (RuntimeException e) {
         LOG.warn("new-item observer failed [error: {}]", e.toString());
       }
@@ -272,16 +283,33 @@ public final class RelayLedger implements RelayStore {
   private void savepoint() throws StoreException {
     backend.savepoint();
     depth++;
+    headMarks.add(headUndo.size());
   }
 
   private void release() throws StoreException {
     backend.release();
     depth--;
+    headMarks.remove(headMarks.size() - 1); // its changes now belong to the enclosing savepoint or the transaction
   }
 
   private void rollbackToSavepoint() throws StoreException {
     backend.rollbackToSavepoint();
     depth--;
+    int mark = headMarks.remove(headMarks.size() - 1);
+    for (int i = headUndo.size() - 1; i >= mark; i--) {
+      Map.Entry<String, Long> undo = headUndo.remove(i);
+      if (undo.getValue() == null) {
+        newItemHeads.remove(undo.getKey());
+      } else {
+        newItemHeads.put(undo.getKey(), undo.getValue());
+      }
+    }
+  }
+
+  private void clearHeads() {
+    newItemHeads.clear();
+    headUndo.clear();
+    headMarks.clear();
   }
 
   /** Rolls back every savepoint opened since {@code mark} (a command that failed inside an item's savepoint). */
@@ -343,8 +371,14 @@ public final class RelayLedger implements RelayStore {
   }
 
   private void insertItem(Enrolment target, ItemRow row) throws StoreException {
-    newItemTargets.add(row.target());
     backend.insertItem(target, row);
+    Long before = newItemHeads.get(row.target());
+    if (before == null || row.seq() > before) {
+      if (!headMarks.isEmpty()) {
+        headUndo.add(new java.util.AbstractMap.SimpleImmutableEntry<>(row.target(), before));
+      }
+      newItemHeads.put(row.target(), row.seq());
+    }
   }
 
   /** The target's allowlist check (docs/protocol.md §4.3): no list → anyone enrolled; else listed keys only. */

@@ -98,11 +98,12 @@ public interface RelayStore extends AutoCloseable {
   /**
    * Installs the observer of committed items (the writer's {@code ItemsCommitted} signal): called on the writer thread
    * after each COMMIT that stored at least one item, before that transaction's answers, with the targets that
-   * received items. One observer; a later call replaces it.
+   * received items, each mapped to its new head seq (the highest seq the transaction stored for it). One observer; a
+   * later call replaces it.
    *
-   * @param observer receives an unmodifiable set of target keys; must not block
+   * @param observer receives an unmodifiable map of target key to head seq; must not block
    */
-  void onNewItems(java.util.function.Consumer<java.util.Set<String>> observer);
+  void onNewItems(java.util.function.Consumer<java.util.Map<String, Long>> observer);
 
   /**
    * Picks up changes another process committed to the store (for example an operator's deny-list command beside a

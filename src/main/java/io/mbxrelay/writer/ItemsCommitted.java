@@ -1,6 +1,6 @@
 package io.mbxrelay.writer;
 
-import java.util.Set;
+import java.util.Map;
 
 /**
  * The writer's signal that a transaction stored items: implemented by whoever waits for new items (the HTTP side's
@@ -13,12 +13,12 @@ import java.util.Set;
 @FunctionalInterface
 public interface ItemsCommitted {
   /** Signals nothing: for a writer nobody waits on (the CLI, tests). */
-  ItemsCommitted NONE = targets -> {};
+  ItemsCommitted NONE = heads -> {};
 
   /**
-   * @param targets public keys (base64) of the hosts that received items in the committed transaction; unmodifiable.
-   *     A target may be named when a command of the transaction that was rolled back had stored for it: waiters
-   *     re-read.
+   * @param heads the public keys (base64, canonical spelling) of the hosts that received items in the committed
+   *     transaction, each mapped to its head seq after it (the highest seq stored for it); unmodifiable. Commands and
+   *     items rolled back to their savepoint name nothing.
    */
-  void itemsCommitted(Set<String> targets);
+  void itemsCommitted(Map<String, Long> heads);
 }

@@ -259,6 +259,24 @@ public abstract class RelayStoreContractTest {
   }
 
   @Test
+  void the_commit_signal_names_each_target_with_its_new_head_and_nothing_an_item_rolled_back() throws Exception {
+    List<Map<String, Long>> signals = new java.util.concurrent.CopyOnWriteArrayList<>();
+    store.onNewItems(signals::add);
+    stored(a, "z", target(c, "c-wire"));
+    assertThat(signals).containsExactly(Map.of(c, 1L));
+    signals.clear();
+    // the conflict on c rolls back b's fresh insert: the COMMIT stored nothing, so nothing is signalled
+    assertThat(push(a, "z", target(b, "b-wire"), target(c, "changed"))).isEqualTo(rejected("conflict"));
+    assertThat(signals).isEmpty();
+    // one transaction, two items for beta and one for delta: each target once, with its highest seq
+    store.execute(new StoreCommand.PushBatch(List.of(
+        new StoreCommand.Push(a, "sender", "envelope", "p", List.of(target(b, "1"))),
+        new StoreCommand.Push(a, "sender", "envelope", "q", List.of(target(b, "2"), target(d, "2"))))));
+    assertThat(signals).containsExactly(Map.of(b, 2L, d, 1L));
+    assertThat(store.headSeq(b)).isEqualTo(2);
+  }
+
+  @Test
   void enrolment_and_allowlist_are_checked_before_the_edge_s_own_finding_for_each_target() throws Exception {
     String stranger = Ed25519KeyPair.generate().publicKeyB64();
     StoreCommand.Target dup = new StoreCommand.Target(stranger, null, null, RejectReason.parse("duplicate target"));

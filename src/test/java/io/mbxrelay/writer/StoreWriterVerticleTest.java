@@ -212,14 +212,17 @@ class StoreWriterVerticleTest {
     StoreWriterVerticle w = new StoreWriterVerticle(store, 64, 1_000_000, 1L << 30, 0, plenty(), answers -> {
       events.add("answers");
       answers.run();
-    }, targets -> events.add("committed " + targets), (commands, nanos, failure) -> {});
+    }, heads -> events.add("committed " + heads), (commands, nanos, failure) -> {});
     String id = deploy(w);
     StoreClient client = new StoreClient(vertx, 10_000);
-    assertThat(await(client.send(push("signalled")))).isInstanceOf(PushOutcome.Stored.class);
+    PushOutcome stored = await(client.send(push("signalled")));
+    assertThat(stored).isInstanceOf(PushOutcome.Stored.class);
+    long seq = ((PushOutcome.Stored) stored).targets().get(0).seq();
     String fourth = Ed25519KeyPair.generate().publicKeyB64();
     await(client.send(new StoreCommand.Enrol("v", fourth, "", null, null))); // stores no item: no signal
     await(vertx.undeploy(id));
-    assertThat(events).containsExactly("committed [" + target + "]", "answers", "answers");
+    // the target with its new head, the item's seq
+    assertThat(events).containsExactly("committed {" + target + "=" + seq + "}", "answers", "answers");
   }
 
   /** The failure code of a writer answer that failed (the event bus's {@code ReplyException}), or -1. */
@@ -299,7 +302,7 @@ class StoreWriterVerticleTest {
       }
 
       @Override
-      public void onNewItems(java.util.function.Consumer<Set<String>> observer) {
+      public void onNewItems(java.util.function.Consumer<java.util.Map<String, Long>> observer) {
         real.onNewItems(observer);
       }
 

@@ -76,6 +76,11 @@ public final class PgBackendFactory implements StoreBackendFactory {
     }
 
     @Override
+    public boolean soleWriter() {
+      return false; // every instance on the database writes
+    }
+
+    @Override
     public synchronized LedgerBackend ledgerBackend() {
       if (backend == null) {
         backend = pg.newBackend();

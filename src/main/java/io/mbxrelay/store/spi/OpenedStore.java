@@ -81,6 +81,13 @@ public interface OpenedStore extends AutoCloseable {
   RelayReads openReads(Vertx vertx) throws Exception;
 
   /**
+   * Whether this process's writer is the only one that adds items to the store (SQLite: one relay holds the store;
+   * PostgreSQL: every instance writes). Only then may the relay answer pulls from what its writer told it
+   * ({@link io.mbxrelay.store.EmptyPageCache}).
+   */
+  boolean soleWriter();
+
+  /**
    * Installs what wakes this instance's long-poll pulls when another instance on the same store commits items for
    * their hosts (issue 20 item 8). A store only one process writes (SQLite) never calls it: its writer's own
    * {@code ItemsCommitted} signal is the whole story.

@@ -111,6 +111,11 @@ public final class SqliteBackendFactory implements StoreBackendFactory {
     }
 
     @Override
+    public boolean soleWriter() {
+      return true; // one relay process holds the store (its lock)
+    }
+
+    @Override
     public LedgerBackend ledgerBackend() {
       return backend;
     }

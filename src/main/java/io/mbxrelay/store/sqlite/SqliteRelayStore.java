@@ -133,7 +133,7 @@ public final class SqliteRelayStore implements RelayStore {
 
   /** See {@link RelayLedger#onNewItems}. */
   @Override
-  public void onNewItems(java.util.function.Consumer<Set<String>> observer) {
+  public void onNewItems(java.util.function.Consumer<java.util.Map<String, Long>> observer) {
     ledger.onNewItems(observer);
   }
 
