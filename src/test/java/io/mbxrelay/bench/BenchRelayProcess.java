@@ -230,6 +230,82 @@ final class BenchRelayProcess implements AutoCloseable {
     }
   }
 
+  /** The thread groups {@link #cpuByThreadGroup()} reports, in print order. */
+  static final List<String> THREAD_GROUPS = List.of("event loops", "writer", "page readers", "JIT", "GC", "other");
+
+  /**
+   * CPU time (user + system) the relay's threads used so far, seconds, summed per group of thread names from
+   * {@code /proc/PID/task/TID/stat} (Linux; empty elsewhere): {@code vert.x-eventloop-*} event loops, {@code mbx-writer-*}
+   * the writer, {@code mbx-pages-*} the page readers, the JVM's compiler threads (JIT) and its collector threads (GC:
+   * G1's workers, refinement and marking threads, and the VM thread that runs the pauses); the rest is other. A thread
+   * that ended between two readings is in neither, so a difference undercounts short-lived threads.
+   */
+  Map<String, Double> cpuByThreadGroup() {
+    Map<String, Double> out = new java.util.LinkedHashMap<>();
+    for (String g : THREAD_GROUPS) {
+      out.put(g, 0.0);
+    }
+    Path tasks = Path.of("/proc/" + process.pid() + "/task");
+    try (java.util.stream.Stream<Path> list = Files.list(tasks)) {
+      for (Path t : list.toList()) {
+        List<String> lines;
+        try {
+          lines = Files.readAllLines(t.resolve("stat"), StandardCharsets.ISO_8859_1);
+        } catch (IOException gone) {
+          continue; // the thread ended while listed
+        }
+        if (lines.isEmpty()) {
+          continue;
+        }
+        String stat = lines.get(0);
+        String comm = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        double secs = (Long.parseLong(f[11]) + Long.parseLong(f[12])) / (double) CLOCK_TICKS;
+        out.merge(threadGroup(comm), secs, Double::sum);
+      }
+    } catch (IOException | RuntimeException e) {
+      return Map.of();
+    }
+    return out;
+  }
+
+  /** The group of a thread by its name as the kernel keeps it (its first 15 characters). */
+  static String threadGroup(String comm) {
+    if (comm.startsWith("vert.x-eventloo")) {
+      return "event loops";
+    }
+    if (comm.startsWith("mbx-writer")) {
+      return "writer";
+    }
+    if (comm.startsWith("mbx-pages")) {
+      return "page readers";
+    }
+    if (comm.contains("CompilerThre")) {
+      return "JIT";
+    }
+    if (comm.startsWith("GC Thread") || comm.startsWith("G1 ") || comm.equals("VM Thread")) {
+      return "GC";
+    }
+    return "other";
+  }
+
+  /**
+   * {@code "event loops 0.61, writer 0.30, …"}: cores per thread group between two {@link #cpuByThreadGroup()}
+   * readings over {@code wallSeconds}; empty when either reading is.
+   */
+  static String threadGroupCores(Map<String, Double> before, Map<String, Double> after, double wallSeconds) {
+    if (before.isEmpty() || after.isEmpty() || wallSeconds <= 0) {
+      return "";
+    }
+    StringBuilder b = new StringBuilder();
+    for (String g : THREAD_GROUPS) {
+      double d = Math.max(0, after.getOrDefault(g, 0.0) - before.getOrDefault(g, 0.0));
+      b.append(b.length() == 0 ? "" : ", ").append(g).append(' ')
+          .append(String.format(Locale.ROOT, "%.2f", d / wallSeconds));
+    }
+    return b.toString();
+  }
+
   private static final long CLOCK_TICKS = clockTicks();
 
   private static long clockTicks() {

@@ -8,6 +8,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -76,6 +77,12 @@ final class PullsWorkload {
     double genCpu1;
     double relayCpu0;
     double relayCpu1;
+    /** The relay's CPU per thread group at the timer's start and the drain's end ({@code cpuByThreadGroup}). */
+    Map<String, Double> relayThreads0 = Map.of();
+    Map<String, Double> relayThreads1 = Map.of();
+    /** The relay's pull pages (all, and answered from memory) at the phase's start and end, from admin /metrics. */
+    long[] pages0 = {-1, -1};
+    long[] pages1 = {-1, -1};
     long wall0;
     long wall1;
 
@@ -147,7 +154,33 @@ final class PullsWorkload {
     System.out.printf(Locale.ROOT, "generator: lag p50 %s p99 %s max %s ms%n", BenchStats.ms(p.lag, 50),
         BenchStats.ms(p.lag, 99), BenchStats.fmt(p.lag.getMaxValue() / 1000.0));
     System.out.println(cpuLine(p));
+    String threads = BenchRelayProcess.threadGroupCores(p.relayThreads0, p.relayThreads1, wall);
+    if (!threads.isEmpty()) {
+      // where the relay's cores went: a JIT share well above zero means the warm-up was too short for this machine
+      System.out.println("relay threads, cores (/proc/PID/task): " + threads);
+    }
+    if (p.pages0[0] >= 0 && p.pages1[0] >= 0 && p.pages0[1] >= 0 && p.pages1[1] >= 0) {
+      System.out.printf(Locale.ROOT, "relay: %d of %d pull pages in the phase answered from memory (nothing to read)%n",
+          p.pages1[1] - p.pages0[1], p.pages1[0] - p.pages0[0]);
+    }
     System.out.println(HostedRelayBench.relayLine(s.relay(), p.relayCpu0, wall));
+  }
+
+  /** The relay's {@code mbxrelay_pull_pages_total} and {@code _from_memory_total}, -1 where unknown (no admin URL). */
+  private long[] relayPages() {
+    if (s.adminUrl() == null) {
+      return new long[] {-1, -1};
+    }
+    return new long[] {count(HostedRelayBench.adminValue(s.adminUrl(), "mbxrelay_pull_pages_total")),
+        count(HostedRelayBench.adminValue(s.adminUrl(), "mbxrelay_pull_pages_from_memory_total"))};
+  }
+
+  private static long count(String value) {
+    try {
+      return (long) Double.parseDouble(value);
+    } catch (NumberFormatException e) {
+      return -1; // "n/a": a relay without the series
+    }
   }
 
   /**
@@ -212,6 +245,9 @@ final class PullsWorkload {
     Phase p = new Phase(t0, seconds, pushes, pulls);
     phase = p;
     deliveries.newPhase(t0);
+    // read before the timer (a few ms for ~100 threads), so the first second's sends are not held up
+    p.relayThreads0 = s.relay() == null ? Map.of() : s.relay().cpuByThreadGroup();
+    p.pages0 = relayPages();
     while (System.nanoTime() < t0) {
       Thread.sleep(1);
     }
@@ -238,6 +274,8 @@ final class PullsWorkload {
     p.wall1 = System.nanoTime();
     p.genCpu1 = HostedRelayBench.generatorCpuNanos() / 1e9;
     p.relayCpu1 = s.relay() == null ? 0 : s.relay().cpuSeconds();
+    p.relayThreads1 = s.relay() == null ? Map.of() : s.relay().cpuByThreadGroup();
+    p.pages1 = relayPages();
     if (inflight.get() > 0) {
       p.stats.error("generator: still in flight after the drain", inflight.get() + " requests");
     }
