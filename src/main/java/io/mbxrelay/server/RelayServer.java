@@ -222,6 +222,16 @@ public final class RelayServer implements AutoCloseable {
         emptyPages.set(cache);
         reads = cache;
         metrics.bindEmptyPages(cache::hits, cache::size);
+        long seedStart = System.nanoTime();
+        cache.seed().onComplete(ar -> {
+          if (ar.succeeded()) {
+            LOG.info("empty-page cache: knows the queues of {} hosts [ms: {}]", ar.result(),
+                (System.nanoTime() - seedStart) / 1_000_000);
+          } else {
+            LOG.warn("empty-page cache: the store scan failed [error: {}]; pulls read until they learn",
+                ar.cause().toString());
+          }
+        });
       }
       RelayServer server = finish(config, store.relayKey(), options, vertx, metrics, writer, reads,
           store.enrolments(), store.epoch(), clock, disk, store.statusFile(), store.report(), deployments, waiters,

@@ -28,6 +28,7 @@ import java.util.concurrent.atomic.LongAdder;
  * would answer. Facts come from two sources, merged so that the head only moves up:
  *
  * <ul>
+ *   <li>at start, one scan of every live host's head and highest queued seq ({@link #seed});
  *   <li>each page a read returns whole ({@code more} false, nothing damaged): {@code F} is its last item's seq, or
  *       {@code after} when it is empty;
  *   <li>the writer after each COMMIT that stored items, before that transaction's answers and before long-poll pulls
@@ -82,6 +83,23 @@ public final class EmptyPageCache implements RelayReads {
       facts.merge(e.getKey(), new Fact(seq, seq, gen), EmptyPageCache::newer);
     }
     trim();
+  }
+
+  /**
+   * Learns every live host's queue from the store at once (one read transaction on a page reader, in the background):
+   * after a restart the first pull of each host is then answered from memory too, as when thousands of long-polling
+   * hosts reconnect at once. Facts from its snapshot merge like any read's; at most {@code maxEntries} hosts.
+   *
+   * @return the hosts the store handed over
+   */
+  public Future<Long> seed() {
+    long gen = generation.get();
+    return reads.scanQueueHeads((target, head, highestQueued) -> {
+      if (facts.size() < maxEntries && generation.get() == gen) {
+        // no row above the highest queued seq: nothing in (highestQueued, head]
+        facts.merge(target, new Fact(head, Math.min(highestQueued, head), gen), EmptyPageCache::newer);
+      }
+    });
   }
 
   /** Pulls answered from memory since start. */
@@ -163,6 +181,11 @@ public final class EmptyPageCache implements RelayReads {
   @Override
   public Future<Long> headSeq(String target) {
     return reads.headSeq(target);
+  }
+
+  @Override
+  public Future<Long> scanQueueHeads(QueueHeadSink sink) {
+    return reads.scanQueueHeads(sink);
   }
 
   @Override

@@ -72,6 +72,45 @@ class EmptyPagesTest {
   }
 
   @Test
+  void after_a_restart_an_idle_host_s_first_pull_comes_from_memory_and_a_queued_item_is_still_read(@TempDir Path dir)
+      throws Exception {
+    io.mbxrelay.crypto.Ed25519KeyPair relayKey = io.mbxrelay.crypto.Ed25519KeyPair.generate();
+    io.mbxrelay.crypto.Ed25519KeyPair alphaKey = io.mbxrelay.crypto.Ed25519KeyPair.generate();
+    io.mbxrelay.crypto.Ed25519KeyPair betaKey = io.mbxrelay.crypto.Ed25519KeyPair.generate();
+    String queued = Envelopes.newId();
+    String acked = Envelopes.newId();
+    long ackedSeq;
+    try (RelayHarness r = RelayHarness.start(dir, java.util.Map.of(), java.time.Clock.systemUTC(), relayKey)) {
+      TestHost a = new TestHost(r.url(), "alpha", alphaKey).enrol();
+      TestHost b = new TestHost(r.url(), "beta", betaKey).enrol();
+      a.pushEnvelope(b, acked, Envelopes.sealed(acked)); // beta reads and acks it: its queue is empty, head > 0
+      JsonNode page = b.get("/v2/relay/items?after=0").json();
+      ackedSeq = page.get("last_seq").asLong();
+      assertThat(b.ack(page.get("epoch").asText(), ackedSeq).status()).isEqualTo(200);
+      b.pushEnvelope(a, queued, Envelopes.sealed(queued)); // alpha never pulls it
+    }
+    try (RelayHarness r = RelayHarness.start(dir, java.util.Map.of(), java.time.Clock.systemUTC(), relayKey)) {
+      TestHost a = new TestHost(r.url(), "alpha", alphaKey);
+      TestHost b = new TestHost(r.url(), "beta", betaKey);
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (counter(r, "mbxrelay_pull_empty_page_cache_size") < 2 && System.nanoTime() < deadline) {
+        Thread.sleep(20); // the start-up scan runs in the background
+      }
+      assertThat(counter(r, "mbxrelay_pull_empty_page_cache_size")).as("both hosts learnt at start").isEqualTo(2);
+      // beta still holds cursor 0 (say it lost its state): nothing is queued, so memory answers, with the head
+      JsonNode empty = b.get("/v2/relay/items?after=0").json();
+      assertThat(counter(r, FROM_MEMORY)).isEqualTo(1);
+      assertThat(empty.get("items")).isEmpty();
+      assertThat(empty.get("head_seq").asLong()).isEqualTo(ackedSeq);
+      // alpha's queued item is below what memory knows: read, and served
+      JsonNode page = a.get("/v2/relay/items?after=0").json();
+      assertThat(counter(r, FROM_MEMORY)).isEqualTo(1);
+      assertThat(page.get("items")).hasSize(1);
+      assertThat(page.get("items").get(0).get("item_id").asText()).isEqualTo(queued);
+    }
+  }
+
+  @Test
   void a_waiting_pull_answered_empty_from_memory_still_wakes_for_the_next_item(@TempDir Path dir) throws Exception {
     try (RelayHarness r = RelayHarness.start(dir)) {
       TestHost a = new TestHost(r.url(), "alpha").enrol();

@@ -56,6 +56,28 @@ public interface RelayReads extends AutoCloseable {
   /** Last allocated seq of a target, 0 if none. */
   Future<Long> headSeq(String target);
 
+  /** Receives one live host's queue position from {@link #scanQueueHeads}. */
+  @FunctionalInterface
+  interface QueueHeadSink {
+    /**
+     * @param target the host's key (canonical)
+     * @param headSeq its last allocated seq, 0 if none
+     * @param highestQueued the highest seq still queued for it, 0 when its queue is empty
+     */
+    void head(String target, long headSeq, long highestQueued);
+  }
+
+  /**
+   * Every live host's head seq and highest queued seq in one snapshot, handed to {@code sink} on a reader thread (the
+   * empty-page cache's start, {@link io.mbxrelay.store.EmptyPageCache#seed}). A store that cannot tell them cheaply
+   * hands over nothing.
+   *
+   * @return the hosts handed over
+   */
+  default Future<Long> scanQueueHeads(QueueHeadSink sink) {
+    return Future.succeededFuture(0L);
+  }
+
   /** Queue totals for the metrics gauges (timer-driven, never per request). */
   Future<QueueStats> queueStats();
 

@@ -235,6 +235,40 @@ public final class SqliteReads implements RelayReads {
     }, false);
   }
 
+  /** Each live host's next seq and highest queued seq (0 when none): {@link #scanQueueHeads}. */
+  static final String QUEUE_HEADS = "SELECT e.host_pubkey, " + nextSeq("e.host_pubkey")
+      + ", coalesce((SELECT max(seq) FROM items WHERE target_pubkey = e.host_pubkey), 0)"
+      + " FROM enrolments e WHERE e.revoked_at IS NULL";
+
+  /** One read transaction on a page reader's connection: four primary-key probes per live host. */
+  @Override
+  public Future<Long> scanQueueHeads(QueueHeadSink sink) {
+    try {
+      return pageReaders.executeBlocking(() -> {
+        PageConnection c = pageConnection();
+        long n = 0;
+        c.begin.execute();
+        try (java.sql.PreparedStatement ps = c.raw().prepareStatement(QUEUE_HEADS);
+            java.sql.ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            sink.head(rs.getString(1), rs.getLong(2) - 1, rs.getLong(3));
+            n++;
+          }
+        } catch (SQLException e) {
+          dropPageConnection();
+          throw e;
+        } finally {
+          if (pageConnection.get() == c) {
+            c.commit.execute();
+          }
+        }
+        return n;
+      }, false).recover(this::classified);
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      return classified(e);
+    }
+  }
+
   private void dropPageConnection() {
     PageConnection c = pageConnection.get();
     if (c != null) {
