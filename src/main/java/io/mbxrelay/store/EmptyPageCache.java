@@ -32,7 +32,9 @@ import java.util.concurrent.atomic.LongAdder;
  *   <li>each page a read returns whole ({@code more} false, nothing damaged): {@code F} is its last item's seq, or
  *       {@code after} when it is empty;
  *   <li>the writer after each COMMIT that stored items, before that transaction's answers and before long-poll pulls
- *       are woken ({@link #committed}): the new head {@code S} with {@code F = S} (the row at {@code S} exists).
+ *       are woken ({@link #committed}): the new head {@code S} with {@code F = S} (the row at {@code S} exists). A
+ *       COMMIT that failed is signalled too, since it may have committed: a head too high only makes pulls below it
+ *       read, where a missing one could answer empty over a stored item.
  * </ul>
  *
  * <p>Why a fact stays true: a committed row never gets a seq at or below a head already committed (the ledger

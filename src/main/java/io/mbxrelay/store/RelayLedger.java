@@ -121,7 +121,8 @@ public final class RelayLedger implements RelayStore {
    * Installs the observer of committed items: called on the writer thread after each COMMIT that stored at least one
    * item, before any reply of that transaction, with the targets that received items (long-poll pulls wake on it),
    * each mapped to the highest seq the transaction stored for it, which is the target's head seq once committed. A
-   * command or item rolled back to its savepoint names nothing.
+   * command or item rolled back to its savepoint names nothing. A COMMIT that failed may have committed: its heads are
+   * signalled too, before the failure is thrown (a head signalled for nothing stored only makes pulls read).
    *
    * @param observer receives an unmodifiable map of target key to its new head seq
    */
@@ -197,7 +198,10 @@ public final class RelayLedger implements RelayStore {
       try {
         backend.commit();
       } catch (StoreException e) {
-        throw StoreException.duringCommit(e); // it may have committed (issue 20 item 4)
+        // it may have committed (issue 20 item 4): signal its heads anyway, since a head signalled too high only makes
+        // pulls read, while one never signalled could leave an empty page answered from memory over a stored item
+        signalNewItems();
+        throw StoreException.duringCommit(e);
       }
     } catch (StoreException | RuntimeException e) {
       backend.rollback();
@@ -212,17 +216,23 @@ public final class RelayLedger implements RelayStore {
       clearHeads();
       throw e;
     }
-    if (!newItemHeads.isEmpty()) {
-      Map<String, Long> heads = Map.copyOf(newItemHeads);
-      clearHeads();
-      try {
-        newItems.accept(heads);
-      } catch (RuntimeException e) {
-        LOG.warn("new-item observer failed [error: {}]", e.toString());
-      }
-    }
+    signalNewItems();
     hook.at(commands, true);
     return results;
+  }
+
+  /** Hands the transaction's new heads to the observer, if it stored items, and forgets them. */
+  private void signalNewItems() {
+    if (newItemHeads.isEmpty()) {
+      return;
+    }
+    Map<String, Long> heads = Map.copyOf(newItemHeads);
+    clearHeads();
+    try {
+      newItems.accept(heads);
+    } catch (RuntimeException e) {
+      LOG.warn("new-item observer failed [error: {}]", e.toString());
+    }
   }
 
   /**
