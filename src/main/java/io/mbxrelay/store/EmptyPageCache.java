@@ -19,13 +19,13 @@ import java.util.concurrent.atomic.LongAdder;
 
 /**
  * A negative cache of pull pages (issue 18 goal 5): answers a pull that would find nothing from memory, without a
- * read. Most pulls of a hosted relay are a host asking for its queue after it acked everything, or a host nobody wrote
+ * read. Many pulls of a hosted relay are a host asking for its queue after it acked everything, or a host nobody wrote
  * to; each used to cost a read transaction on a page reader thread.
  *
  * <p>Per target it keeps a fact about the committed queue: the head seq {@code H} (last allocated seq) and a floor
  * {@code F ≤ H} such that no queued row has a seq in {@code (F, H]}. A pull with {@code after ≥ F} then finds no row
  * (rows never have a seq above the head) and its page is {@code {head_seq: H, items: [], more: false}}, what the read
- * would answer. Facts come from two sources, merged so that the head only moves up:
+ * would answer. Facts come from three sources, merged so that the head only moves up:
  *
  * <ul>
  *   <li>at start, one scan of every live host's head and highest queued seq ({@link #seed});
