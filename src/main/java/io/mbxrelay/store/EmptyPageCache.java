@@ -45,8 +45,8 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>Only for a store one process writes (SQLite): another instance's commits on a shared database would not be seen.
  * Bounded: past {@code maxEntries} reads add no new targets (the writer still records heads for targets that receive
- * items, bounded by the enrolled hosts), and past twice that the cache starts over (a generation: facts learnt by reads
- * that began before the reset are dropped, never stored late).
+ * items, bounded by the enrolled hosts), and past twice that the cache starts over (a generation: facts of reads that
+ * began before the reset are never used, even when one is stored after it).
  *
  * <p>Threading: {@link #committed} on the writer thread, everything else on any thread.
  */
@@ -118,7 +118,9 @@ public final class EmptyPageCache implements RelayReads {
   public Future<Page> pull(String target, long after, int limit, long maxBytes, PageBudget budget, String client) {
     long gen = generation.get();
     Fact f = facts.get(target);
-    if (f != null && f.gen() == gen && after >= f.floor()) {
+    // the generation read again after the lookup: a fact stored late under a generation that has since ended (a read
+    // that checked it just before a reset) is never used
+    if (f != null && f.gen() == gen && gen == generation.get() && after >= f.floor()) {
       hits.increment();
       return Future.succeededFuture(new Page(f.head(), List.of(), false));
     }
@@ -157,11 +159,15 @@ public final class EmptyPageCache implements RelayReads {
     return old.floor() <= fresh.floor() ? old : fresh;
   }
 
-  /** Starts over when the writer's entries took the cache past twice its bound (revoked hosts' facts linger). */
+  /**
+   * Starts over when the writer's entries took the cache past twice its bound (revoked hosts' facts linger): a new
+   * generation, then only the older generations' facts removed. Not {@code clear()}: a fact the writer stored under the
+   * new generation while the removal runs must survive it, or a read's older fact could take its place.
+   */
   private void trim() {
     if (facts.size() > 2L * maxEntries) {
-      generation.incrementAndGet();
-      facts.clear();
+      long gen = generation.incrementAndGet();
+      facts.values().removeIf(f -> f.gen() < gen);
     }
   }
 

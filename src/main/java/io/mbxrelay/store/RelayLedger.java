@@ -77,6 +77,8 @@ public final class RelayLedger implements RelayStore {
   private final List<Integer> headMarks = new ArrayList<>();
   private long lastIsoMs;
   private String lastIso;
+  /** The running transaction reached its COMMIT: from here a failure may follow a COMMIT that took effect. */
+  private boolean committing;
   /** Savepoints open in the running transaction. */
   private int depth;
   /** Batches run again after a lost race (issue 20 item 3: with the canonical lock order, only the rare rest). */
@@ -121,8 +123,9 @@ public final class RelayLedger implements RelayStore {
    * Installs the observer of committed items: called on the writer thread after each COMMIT that stored at least one
    * item, before any reply of that transaction, with the targets that received items (long-poll pulls wake on it),
    * each mapped to the highest seq the transaction stored for it, which is the target's head seq once committed. A
-   * command or item rolled back to its savepoint names nothing. A COMMIT that failed may have committed: its heads are
-   * signalled too, before the failure is thrown (a head signalled for nothing stored only makes pulls read).
+   * command or item rolled back to its savepoint names nothing. A transaction that failed at or after its COMMIT may
+   * have committed: its heads are signalled too, before the failure is thrown (a head signalled for nothing stored
+   * only makes pulls read).
    *
    * @param observer receives an unmodifiable map of target key to its new head seq
    */
@@ -178,6 +181,7 @@ public final class RelayLedger implements RelayStore {
   private List<CommandResult> runTransaction(List<? extends StoreCommand<?>> commands, boolean isolated)
       throws StoreException {
     depth = 0;
+    committing = false;
     clearHeads();
     backend.begin();
     List<CommandResult> results = new ArrayList<>(commands.size());
@@ -195,6 +199,7 @@ public final class RelayLedger implements RelayStore {
         }
       }
       hook.at(commands, false);
+      committing = true;
       try {
         backend.commit();
       } catch (StoreException e) {
@@ -204,6 +209,9 @@ public final class RelayLedger implements RelayStore {
         throw StoreException.duringCommit(e);
       }
     } catch (StoreException | RuntimeException e) {
+      if (committing) {
+        signalNewItems(); // the backend's work after a COMMIT that succeeded failed: it may have committed
+      }
       backend.rollback();
       clearHeads();
       if (e instanceof StoreException se) {
@@ -212,6 +220,9 @@ public final class RelayLedger implements RelayStore {
       throw new StoreException(StoreException.Kind.INTERNAL, "transaction failed", e);
     } catch (Error e) {
       // An Error (OutOfMemoryError, ...) must not leave the write connection inside an open transaction.
+      if (committing) {
+        signalNewItems(); // as above: it may have committed
+      }
       backend.rollback();
       clearHeads();
       throw e;

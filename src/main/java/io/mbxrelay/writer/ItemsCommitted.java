@@ -18,9 +18,8 @@ public interface ItemsCommitted {
   /**
    * @param heads the public keys (base64, canonical spelling) of the hosts that received items in the committed
    *     transaction, each mapped to its head seq after it (the highest seq stored for it); unmodifiable. Commands and
-   *     items rolled back to their savepoint name nothing. Also called when the COMMIT itself failed, since it may
-   *     have committed: a head may then name a seq that was never stored, but every stored seq is at or below the
-   *     last head signalled for its target.
+   *     items rolled back to their savepoint name nothing. Also called when the transaction failed at or after its
+   *     COMMIT, since it may have committed: a head may then name a seq that was never stored.
    */
   void itemsCommitted(Map<String, Long> heads);
 }

@@ -69,6 +69,44 @@ class CommitSignalTest {
     assertThat(signals.get(1)).isEqualTo(Map.of(target, stored));
   }
 
+  @Test
+  void a_failure_after_a_commit_that_took_effect_still_signals_the_stored_head() throws Exception {
+    MemoryStore state = new MemoryStore(Ed25519KeyPair.generate().publicKeyB64());
+    LedgerBackend real = state.newBackend();
+    boolean[] failAfterCommit = {false};
+    LedgerBackend backend = (LedgerBackend) Proxy.newProxyInstance(getClass().getClassLoader(),
+        new Class<?>[] {LedgerBackend.class}, (proxy, method, args) -> {
+          Object result;
+          try {
+            result = method.invoke(real, args);
+          } catch (InvocationTargetException e) {
+            throw e.getCause();
+          }
+          if (method.getName().equals("commit") && failAfterCommit[0]) {
+            failAfterCommit[0] = false;
+            throw new IllegalStateException("bookkeeping after COMMIT failed"); // the rows are committed
+          }
+          return result;
+        });
+    RelayLedger ledger = new RelayLedger(backend, Clock.systemUTC(), ConfigLoader.load(null, Map.of()).limits());
+    String sender = Ed25519KeyPair.generate().publicKeyB64();
+    String target = Ed25519KeyPair.generate().publicKeyB64();
+    ledger.execute(new StoreCommand.Enrol("s", sender, "", null, null));
+    ledger.execute(new StoreCommand.Enrol("t", target, "", null, null));
+    List<Map<String, Long>> signals = new CopyOnWriteArrayList<>();
+    ledger.onNewItems(signals::add);
+
+    failAfterCommit[0] = true;
+    assertThatThrownBy(() -> ledger.execute(push(sender, target, "m1"))).isInstanceOf(StoreException.class);
+    assertThat(signals).hasSize(1);
+    // the item is stored at the head signalled: a retry is its duplicate
+    PushOutcome retry = ledger.execute(push(sender, target, "m1"));
+    assertThat(retry).isInstanceOfSatisfying(PushOutcome.Stored.class, st -> {
+      assertThat(st.fresh()).isFalse();
+      assertThat(signals.get(0)).isEqualTo(Map.of(target, st.targets().get(0).seq()));
+    });
+  }
+
   private static StoreCommand.Push push(String sender, String target, String id) {
     byte[] wire = ("wire " + id).getBytes(StandardCharsets.UTF_8);
     return new StoreCommand.Push(sender, "s", "envelope", id,
