@@ -221,10 +221,7 @@ final class BenchRelayProcess implements AutoCloseable {
    */
   static double cpuSeconds(String pid) {
     try {
-      String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
-      String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-      // after "pid (comm) ": state is field 3, so utime (14) and stime (15) are at 11 and 12
-      return (Long.parseLong(f[11]) + Long.parseLong(f[12])) / (double) CLOCK_TICKS;
+      return cpuSecondsOfStat(Files.readString(Path.of("/proc/" + pid + "/stat")));
     } catch (IOException | RuntimeException e) {
       return Double.NaN;
     }
@@ -259,9 +256,7 @@ final class BenchRelayProcess implements AutoCloseable {
         }
         String stat = lines.get(0);
         String comm = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-        double secs = (Long.parseLong(f[11]) + Long.parseLong(f[12])) / (double) CLOCK_TICKS;
-        out.merge(threadGroup(comm), secs, Double::sum);
+        out.merge(threadGroup(comm), cpuSecondsOfStat(stat), Double::sum);
       }
     } catch (IOException | RuntimeException e) {
       return Map.of();
@@ -304,6 +299,13 @@ final class BenchRelayProcess implements AutoCloseable {
           .append(String.format(Locale.ROOT, "%.2f", d / wallSeconds));
     }
     return b.toString();
+  }
+
+  /** User + system CPU seconds from one {@code stat} line of {@code /proc} (a process's or a thread's). */
+  private static double cpuSecondsOfStat(String stat) {
+    String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+    // after "pid (comm) ": state is field 3, so utime (14) and stime (15) are at 11 and 12
+    return (Long.parseLong(f[11]) + Long.parseLong(f[12])) / (double) CLOCK_TICKS;
   }
 
   private static final long CLOCK_TICKS = clockTicks();

@@ -20,12 +20,7 @@ import org.junit.jupiter.api.io.TempDir;
 class EmptyPagesTest {
 
   private static long counter(RelayHarness r, String name) throws Exception {
-    for (String line : Http.send(r.adminUrl(), "GET", "/metrics", null).raw().split("\n")) {
-      if (line.startsWith(name + " ") || line.startsWith(name + "{")) {
-        return (long) Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
-      }
-    }
-    throw new AssertionError("no metric " + name);
+    return LongPollTest.gauge(r, name);
   }
 
   private static final String FROM_MEMORY = "mbxrelay_pull_pages_from_memory_total";

@@ -50,7 +50,8 @@ class LongPollTest {
     return s;
   }
 
-  private static long gauge(RelayHarness r, String name) throws Exception {
+  /** A series of the relay's admin {@code /metrics} (a gauge or a counter), as a long; shared with EmptyPagesTest. */
+  static long gauge(RelayHarness r, String name) throws Exception {
     for (String line : Http.send(r.adminUrl(), "GET", "/metrics", null).raw().split("\n")) {
       if (line.startsWith(name + " ") || line.startsWith(name + "{")) {
         return (long) Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
