@@ -56,7 +56,12 @@ class DiskFullIT {
   /** Two senders push 12 KB items until each has had {@code refusals} non-200 answers (or 3000 items). */
   private static Run pushUntilRefused(ChildRelay relay, TestHost target, List<TestHost> senders, int refusals)
       throws Exception {
-    Run run = new Run();
+    return pushUntilRefused(relay, target, senders, refusals, new Run());
+  }
+
+  /** As above, adding to {@code run}. */
+  private static Run pushUntilRefused(ChildRelay relay, TestHost target, List<TestHost> senders, int refusals,
+      Run run) throws Exception {
     ExecutorService pool = Executors.newFixedThreadPool(senders.size());
     try {
       List<Future<?>> fs = new ArrayList<>();
@@ -128,6 +133,31 @@ class DiskFullIT {
     return null;
   }
 
+  /**
+   * Asserts that {@code /ready} (503 "store disk full") and the {@code mbxrelay_store_disk_full} gauge (1.0) agree in
+   * one observation: /ready, the gauge, /ready again. Both read {@code DiskSpace.full()}, whose estimate between two
+   * file-system readings counts the relay's own WAL writes as space used; a fresh reading finds the WAL reused its
+   * space and may clear "full" between two requests (seen once on a slow machine). Then the senders push until
+   * refused again and the observation is repeated, at most 10 times.
+   */
+  private static void assertFullSeenByReadyAndGauge(ChildRelay relay, TestHost target, List<TestHost> senders,
+      Run run) throws Exception {
+    List<String> seen = new ArrayList<>();
+    for (int attempt = 0; attempt < 10; attempt++) {
+      Http.Resp before = ready(relay);
+      String gauge = metric(relay, "mbxrelay_store_disk_full");
+      Http.Resp after = ready(relay);
+      seen.add(before.status() + " " + gauge + " " + after.status());
+      if (before.status() == 503 && after.status() == 503 && "1.0".equals(gauge)) {
+        assertThat(before.raw()).contains("store disk full");
+        assertThat(after.raw()).contains("store disk full");
+        return;
+      }
+      pushUntilRefused(relay, target, senders, 1, run);
+    }
+    assertThat(seen).as("ready, gauge, ready: never 503, 1.0, 503").isEmpty();
+  }
+
   @Test
   void under_the_free_space_floor_pushes_get_503_and_ready_503_and_both_recover_when_space_returns(
       @TempDir Path tmp) throws Exception {
@@ -152,9 +182,7 @@ class DiskFullIT {
         assertThat(statuses).as("every push answered 200 or 503, never 500").containsOnly(200, 503);
         assertThat(run.answers.values()).filteredOn(a -> a.status() == 200).extracting(Answer::text)
             .containsOnly("accepted").isNotEmpty();
-        Http.Resp notReady = awaitReady(relay, 503);
-        assertThat(notReady.raw()).contains("store disk full");
-        assertThat(metric(relay, "mbxrelay_store_disk_full")).isEqualTo("1.0");
+        assertFullSeenByReadyAndGauge(relay, target, senders, run);
         assertThat(Double.parseDouble(metric(relay, "mbxrelay_store_disk_refusals_total"))).isGreaterThan(0);
         assertThat(String.join("\n", relay.output)).as("SQLite never reached a full disk").doesNotContain("SQLITE_FULL");
         assertThat(fs.free()).isGreaterThan(MIB);
