@@ -77,6 +77,15 @@ public final class ChildRelay implements AutoCloseable {
    */
   public static ChildRelay start(List<String> launcher, List<String> jvmOptions, Path storeDir,
       Map<String, String> env, String... serveArgs) throws Exception {
+    return start(launcher, jvmOptions, storeDir, env, line -> { }, serveArgs);
+  }
+
+  /**
+   * As {@link #start(List, List, Path, Map, String...)}, calling {@code onLine} with each line of the child's output
+   * as it arrives (on the output reader's thread), e.g. to act at a log line the relay writes before it listens.
+   */
+  public static ChildRelay start(List<String> launcher, List<String> jvmOptions, Path storeDir,
+      Map<String, String> env, java.util.function.Consumer<String> onLine, String... serveArgs) throws Exception {
     ChildTmp tmp = ChildTmp.create(); // the native library copy and Vert.x cache of a killed child go with it
     List<String> cmd = new ArrayList<>(launcher);
     cmd.add(javaBin());
@@ -108,6 +117,7 @@ public final class ChildRelay implements AutoCloseable {
         String line;
         while ((line = r.readLine()) != null) {
           out.add(line);
+          onLine.accept(line);
           Matcher m = LISTENING.matcher(line);
           if (m.find()) {
             listening.complete(Integer.parseInt(m.group(1)));
