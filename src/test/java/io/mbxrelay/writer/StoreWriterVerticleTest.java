@@ -330,6 +330,84 @@ class StoreWriterVerticleTest {
     assertThat(storedIds()).contains("before").doesNotContain("during", "after");
   }
 
+  /**
+   * A writer whose first transaction is held in its listener (on the writer thread) while {@code queued} pushes
+   * arrive, with a commit delay of {@code delayMs}: returns the sizes of its transactions, and the answers.
+   */
+  private final class HeldWriter {
+    final List<Integer> sizes = new CopyOnWriteArrayList<>();
+    final java.util.concurrent.CountDownLatch holding = new java.util.concurrent.CountDownLatch(1);
+    final java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    final StoreClient client;
+
+    HeldWriter(long delayMs) throws Exception {
+      SqliteRelayStore store = open();
+      enrolBoth(store);
+      StoreWriterVerticle w = new StoreWriterVerticle(store, 1024, 1_000_000, 1L << 30, delayMs, plenty(),
+          Runnable::run, ItemsCommitted.NONE, (commands, nanos, failure) -> {
+            sizes.add(commands.size());
+            if (sizes.size() == 1) {
+              holding.countDown();
+              try {
+                release.await(30, TimeUnit.SECONDS);
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+            }
+          });
+      deploy(w);
+      client = new StoreClient(vertx, 20_000);
+    }
+
+    /** Sends one push and waits until the writer holds its transaction. */
+    Future<PushOutcome> first() throws Exception {
+      Future<PushOutcome> f = client.send(push("first"));
+      assertThat(holding.await(30, TimeUnit.SECONDS)).isTrue();
+      return f;
+    }
+
+    List<Future<PushOutcome>> send(String prefix, int n) {
+      List<Future<PushOutcome>> fs = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        fs.add(client.send(push(prefix + i)));
+      }
+      return fs;
+    }
+  }
+
+  private static void awaitAll(List<Future<PushOutcome>> fs, long seconds) throws Exception {
+    Future.all(fs).toCompletionStage().toCompletableFuture().get(seconds, TimeUnit.SECONDS);
+  }
+
+  @Test
+  void a_writer_that_finds_company_queued_after_a_transaction_starts_at_once_despite_the_commit_delay()
+      throws Exception {
+    HeldWriter w = new HeldWriter(60_000); // a wait would outlast the test's deadline by far
+    Future<PushOutcome> first = w.first();
+    List<Future<PushOutcome>> queued = w.send("q", StoreWriterVerticle.COMPANY_ROWS);
+    Thread.sleep(200); // the pushes reach the writer's context while its transaction is held
+    w.release.countDown();
+    awaitAll(queued, 20); // well inside the 60 s delay: it did not wait
+    await(first);
+    assertThat(w.sizes).containsExactly(1, StoreWriterVerticle.COMPANY_ROWS);
+  }
+
+  @Test
+  void with_little_queued_after_a_transaction_the_writer_waits_for_company_and_goes_when_enough_has_come()
+      throws Exception {
+    HeldWriter w = new HeldWriter(60_000);
+    w.first();
+    List<Future<PushOutcome>> queued = w.send("q", 2);
+    Thread.sleep(200);
+    w.release.countDown();
+    Thread.sleep(1000);
+    assertThat(queued).as("two rows are not company enough: still waiting").noneMatch(Future::isComplete);
+    List<Future<PushOutcome>> more = w.send("m", StoreWriterVerticle.COMPANY_ROWS - 2);
+    awaitAll(queued, 20); // enough company came: it went long before the 60 s delay ran out
+    awaitAll(more, 20);
+    assertThat(w.sizes).containsExactly(1, StoreWriterVerticle.COMPANY_ROWS);
+  }
+
   @Test
   void a_stop_under_load_answers_every_command_and_leaves_no_task_for_the_closed_pool() throws Exception {
     Set<String> answeredStored = new HashSet<>();
