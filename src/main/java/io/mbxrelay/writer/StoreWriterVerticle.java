@@ -62,7 +62,8 @@ public final class StoreWriterVerticle extends VerticleBase {
    * company. A transaction's fixed cost (its COMMIT's fsync and the pages every commit writes: page 1, {@code meta}'s
    * commit count, interior pages; ~9 of the ~67 frames of a goal-5 commit, docs/performance.md) is then shared by at
    * least this many rows. Under steady moderate load (pushes arriving one at a time) fewer are queued and the delay
-   * still gathers them.
+   * still gathers them. 8 was measured too: single-item pushes from 64 clients then ran twice the transactions at
+   * 10–17 % more CPU per request for the same throughput (docs/performance.md "Eleventh session").
    */
   static final int COMPANY_ROWS = 32;
   private final RelayStore store;
@@ -220,8 +221,9 @@ public final class StoreWriterVerticle extends VerticleBase {
    * Starts a transaction now, or waits up to {@code commitDelayMs} for company (PostgreSQL's {@code commit_delay}):
    * only when transactions are following each other closely (the last ended less than twice the delay ago) and fewer
    * than {@link #COMPANY_ROWS} item rows are queued. An idle writer starts at once, and so does a busy one that finds
-   * a queue: what arrived during its last transaction is company enough, and waiting would only idle the one writer
-   * (the rule before waited after every transaction: up to a fifth of the writer's time at saturation).
+   * at least that many queued: what arrived during its last transaction is company enough, and waiting would only
+   * idle the one writer (the rule before waited after every transaction: up to a fifth of the writer's time at
+   * saturation).
    */
   private void drainOrWait() {
     if (commitDelayMs > 0 && !stopping && System.nanoTime() - lastTxnEnd < 2_000_000L * commitDelayMs) {

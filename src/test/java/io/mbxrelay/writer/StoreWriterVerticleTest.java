@@ -331,8 +331,9 @@ class StoreWriterVerticleTest {
   }
 
   /**
-   * A writer whose first transaction is held in its listener (on the writer thread) while {@code queued} pushes
-   * arrive, with a commit delay of {@code delayMs}: returns the sizes of its transactions, and the answers.
+   * A writer with a commit delay of {@code delayMs} whose first transaction ({@link #first()}) is held in its listener,
+   * on the writer thread, until {@link #release} opens: pushes sent meanwhile queue on its context. {@link #sizes} are
+   * its transactions' command counts.
    */
   private final class HeldWriter {
     final List<Integer> sizes = new CopyOnWriteArrayList<>();
