@@ -87,7 +87,10 @@ public final class StoreWriterVerticle extends VerticleBase {
   /** Set by the last task of {@link #stop}: the store is closed, nothing may run on it. */
   private boolean closed;
   private final long commitDelayMs;
+  /** {@link System#nanoTime()} at the end of the last transaction; meaningful once {@link #anyTxn} is set. */
   private long lastTxnEnd;
+  /** Whether a transaction has run (nanoTime's origin is arbitrary: 0 is no "long ago"). */
+  private boolean anyTxn;
   private final DiskSpace disk;
   private final java.util.function.Consumer<Runnable> answersAfterCommit;
   private final ItemsCommitted itemsCommitted;
@@ -202,7 +205,7 @@ public final class StoreWriterVerticle extends VerticleBase {
     if (delayTimer >= 0) {
       // waiting for company: once enough has come, go without waiting out the delay
       companyRows += message.body().weightRows();
-      if (companyRows >= COMPANY_ROWS) {
+      if (companyRows >= companyRowsNeeded() || pending.size() >= batchMax) {
         vertx.cancelTimer(delayTimer);
         delayTimer = -1;
         context.runOnContext(v -> drain());
@@ -220,21 +223,23 @@ public final class StoreWriterVerticle extends VerticleBase {
   /**
    * Starts a transaction now, or waits up to {@code commitDelayMs} for company (PostgreSQL's {@code commit_delay}):
    * only when transactions are following each other closely (the last ended less than twice the delay ago) and fewer
-   * than {@link #COMPANY_ROWS} item rows are queued. An idle writer starts at once, and so does a busy one that finds
-   * at least that many queued: what arrived during its last transaction is company enough, and waiting would only
-   * idle the one writer (the rule before waited after every transaction: up to a fifth of the writer's time at
-   * saturation).
+   * than {@link #COMPANY_ROWS} rows ({@link StoreCommand#weightRows()}: a push's items, 1 for any other command) and
+   * less than a whole transaction ({@code batchMax} commands, {@code maxRows} rows) are queued. An idle writer starts
+   * at once, and so does a busy one that finds that much queued: what arrived during its last transaction is company
+   * enough, and waiting would only idle the one writer (the rule before waited after every transaction: up to a fifth
+   * of the writer's time at saturation).
    */
   private void drainOrWait() {
-    if (commitDelayMs > 0 && !stopping && System.nanoTime() - lastTxnEnd < 2_000_000L * commitDelayMs) {
+    if (commitDelayMs > 0 && !stopping && anyTxn && System.nanoTime() - lastTxnEnd < 2_000_000L * commitDelayMs
+        && pending.size() < batchMax) {
       int rows = 0;
       for (Message<StoreCommand<?>> m : pending) {
         rows += m.body().weightRows();
-        if (rows >= COMPANY_ROWS) {
+        if (rows >= companyRowsNeeded()) {
           break;
         }
       }
-      if (rows < COMPANY_ROWS) {
+      if (rows < companyRowsNeeded()) {
         companyRows = rows;
         delayTimer = vertx.setTimer(commitDelayMs, id -> {
           delayTimer = -1;
@@ -289,6 +294,11 @@ public final class StoreWriterVerticle extends VerticleBase {
     }
   }
 
+  /** Rows that are company enough: {@link #COMPANY_ROWS}, or a whole transaction when the bound is lower. */
+  private int companyRowsNeeded() {
+    return Math.min(COMPANY_ROWS, maxRows);
+  }
+
   private static boolean isPush(StoreCommand<?> c) {
     return c instanceof StoreCommand.PushBatch || c instanceof StoreCommand.Push || c instanceof StoreCommand.PushV1;
   }
@@ -317,6 +327,7 @@ public final class StoreWriterVerticle extends VerticleBase {
       runBatch0(batch);
     } finally {
       lastTxnEnd = System.nanoTime();
+      anyTxn = true;
     }
   }
 

@@ -340,6 +340,7 @@ class StoreWriterVerticleTest {
     final java.util.concurrent.CountDownLatch holding = new java.util.concurrent.CountDownLatch(1);
     final java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
     final StoreClient client;
+    final String deployment;
 
     HeldWriter(long delayMs) throws Exception {
       SqliteRelayStore store = open();
@@ -356,7 +357,7 @@ class StoreWriterVerticleTest {
               }
             }
           });
-      deploy(w);
+      deployment = deploy(w);
       client = new StoreClient(vertx, 20_000);
     }
 
@@ -407,6 +408,57 @@ class StoreWriterVerticleTest {
     awaitAll(queued, 20); // enough company came: it went long before the 60 s delay ran out
     awaitAll(more, 20);
     assertThat(w.sizes).containsExactly(1, StoreWriterVerticle.COMPANY_ROWS);
+  }
+
+  @Test
+  void a_stop_while_the_writer_waits_for_company_answers_the_waiting_commands_at_once() throws Exception {
+    HeldWriter w = new HeldWriter(60_000);
+    w.first();
+    List<Future<PushOutcome>> queued = w.send("q", 2);
+    Thread.sleep(200);
+    w.release.countDown();
+    Thread.sleep(500);
+    assertThat(queued).as("waiting for company").noneMatch(Future::isComplete);
+    await(vertx.undeploy(w.deployment)); // well inside the 60 s delay
+    awaitAll(queued, 1); // answered by the stop's last drain, not by the timer
+    assertThat(w.sizes).containsExactly(1, 2);
+    Thread.sleep(200); // a task refused by the closed pool surfaces on its thread right after the stop
+    assertThat(uncaught).as("nothing thrown on the writer's threads at stop").isEmpty();
+  }
+
+  @Test
+  void a_writer_whose_transaction_bound_is_below_the_company_it_seeks_goes_once_a_whole_transaction_is_queued()
+      throws Exception {
+    SqliteRelayStore store = open();
+    enrolBoth(store);
+    List<Integer> sizes = new CopyOnWriteArrayList<>();
+    java.util.concurrent.CountDownLatch holding = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    StoreWriterVerticle writer = new StoreWriterVerticle(store, 4, 1_000_000, 1L << 30, 60_000, plenty(),
+        Runnable::run, ItemsCommitted.NONE, (commands, nanos, failure) -> {
+          sizes.add(commands.size());
+          if (sizes.size() == 1) {
+            holding.countDown();
+            try {
+              release.await(30, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+          }
+        });
+    deploy(writer);
+    StoreClient client = new StoreClient(vertx, 20_000);
+    Future<PushOutcome> first = client.send(push("first"));
+    assertThat(holding.await(30, TimeUnit.SECONDS)).isTrue();
+    List<Future<PushOutcome>> queued = new ArrayList<>();
+    for (int i = 0; i < 4; i++) {
+      queued.add(client.send(push("q" + i)));
+    }
+    Thread.sleep(200);
+    release.countDown();
+    awaitAll(queued, 20); // batchMax 4: four queued commands are a whole transaction, no wait for 32 rows
+    await(first);
+    assertThat(sizes).containsExactly(1, 4);
   }
 
   @Test
