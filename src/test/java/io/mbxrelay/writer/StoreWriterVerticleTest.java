@@ -343,9 +343,13 @@ class StoreWriterVerticleTest {
     final String deployment;
 
     HeldWriter(long delayMs) throws Exception {
+      this(delayMs, 1024);
+    }
+
+    HeldWriter(long delayMs, int batchMax) throws Exception {
       SqliteRelayStore store = open();
       enrolBoth(store);
-      StoreWriterVerticle w = new StoreWriterVerticle(store, 1024, 1_000_000, 1L << 30, delayMs, plenty(),
+      StoreWriterVerticle w = new StoreWriterVerticle(store, batchMax, 1_000_000, 1L << 30, delayMs, plenty(),
           Runnable::run, ItemsCommitted.NONE, (commands, nanos, failure) -> {
             sizes.add(commands.size());
             if (sizes.size() == 1) {
@@ -366,6 +370,20 @@ class StoreWriterVerticleTest {
       Future<PushOutcome> f = client.send(push("first"));
       assertThat(holding.await(30, TimeUnit.SECONDS)).isTrue();
       return f;
+    }
+
+    /**
+     * Holds the first transaction, queues two pushes behind it, releases it, and checks a second later that the two
+     * are still waiting (two rows are not company enough).
+     */
+    List<Future<PushOutcome>> twoWaitingForCompany() throws Exception {
+      first();
+      List<Future<PushOutcome>> queued = send("q", 2);
+      Thread.sleep(200); // the pushes reach the writer's context while its transaction is held
+      release.countDown();
+      Thread.sleep(1000);
+      assertThat(queued).as("two rows are not company enough: still waiting").noneMatch(Future::isComplete);
+      return queued;
     }
 
     List<Future<PushOutcome>> send(String prefix, int n) {
@@ -398,12 +416,7 @@ class StoreWriterVerticleTest {
   void with_little_queued_after_a_transaction_the_writer_waits_for_company_and_goes_when_enough_has_come()
       throws Exception {
     HeldWriter w = new HeldWriter(60_000);
-    w.first();
-    List<Future<PushOutcome>> queued = w.send("q", 2);
-    Thread.sleep(200);
-    w.release.countDown();
-    Thread.sleep(1000);
-    assertThat(queued).as("two rows are not company enough: still waiting").noneMatch(Future::isComplete);
+    List<Future<PushOutcome>> queued = w.twoWaitingForCompany();
     List<Future<PushOutcome>> more = w.send("m", StoreWriterVerticle.COMPANY_ROWS - 2);
     awaitAll(queued, 20); // enough company came: it went long before the 60 s delay ran out
     awaitAll(more, 20);
@@ -413,12 +426,7 @@ class StoreWriterVerticleTest {
   @Test
   void a_stop_while_the_writer_waits_for_company_answers_the_waiting_commands_at_once() throws Exception {
     HeldWriter w = new HeldWriter(60_000);
-    w.first();
-    List<Future<PushOutcome>> queued = w.send("q", 2);
-    Thread.sleep(200);
-    w.release.countDown();
-    Thread.sleep(500);
-    assertThat(queued).as("waiting for company").noneMatch(Future::isComplete);
+    List<Future<PushOutcome>> queued = w.twoWaitingForCompany();
     await(vertx.undeploy(w.deployment)); // well inside the 60 s delay
     awaitAll(queued, 1); // answered by the stop's last drain, not by the timer
     assertThat(w.sizes).containsExactly(1, 2);
@@ -429,36 +437,14 @@ class StoreWriterVerticleTest {
   @Test
   void a_writer_whose_transaction_bound_is_below_the_company_it_seeks_goes_once_a_whole_transaction_is_queued()
       throws Exception {
-    SqliteRelayStore store = open();
-    enrolBoth(store);
-    List<Integer> sizes = new CopyOnWriteArrayList<>();
-    java.util.concurrent.CountDownLatch holding = new java.util.concurrent.CountDownLatch(1);
-    java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
-    StoreWriterVerticle writer = new StoreWriterVerticle(store, 4, 1_000_000, 1L << 30, 60_000, plenty(),
-        Runnable::run, ItemsCommitted.NONE, (commands, nanos, failure) -> {
-          sizes.add(commands.size());
-          if (sizes.size() == 1) {
-            holding.countDown();
-            try {
-              release.await(30, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-              Thread.currentThread().interrupt();
-            }
-          }
-        });
-    deploy(writer);
-    StoreClient client = new StoreClient(vertx, 20_000);
-    Future<PushOutcome> first = client.send(push("first"));
-    assertThat(holding.await(30, TimeUnit.SECONDS)).isTrue();
-    List<Future<PushOutcome>> queued = new ArrayList<>();
-    for (int i = 0; i < 4; i++) {
-      queued.add(client.send(push("q" + i)));
-    }
+    HeldWriter w = new HeldWriter(60_000, 4);
+    Future<PushOutcome> first = w.first();
+    List<Future<PushOutcome>> queued = w.send("q", 4);
     Thread.sleep(200);
-    release.countDown();
+    w.release.countDown();
     awaitAll(queued, 20); // batchMax 4: four queued commands are a whole transaction, no wait for 32 rows
     await(first);
-    assertThat(sizes).containsExactly(1, 4);
+    assertThat(w.sizes).containsExactly(1, 4);
   }
 
   @Test
