@@ -203,14 +203,14 @@ public final class RelayLedger implements RelayStore {
       try {
         backend.commit();
       } catch (StoreException e) {
-        // it may have committed (issue 20 item 4): signal its heads anyway, since a head signalled too high only makes
-        // pulls read, while one never signalled could leave an empty page answered from memory over a stored item
-        signalNewItems();
-        throw StoreException.duringCommit(e);
+        throw StoreException.duringCommit(e); // it may have committed (issue 20 item 4)
       }
     } catch (StoreException | RuntimeException e) {
       if (committing) {
-        signalNewItems(); // the backend's work after a COMMIT that succeeded failed: it may have committed
+        // a failed COMMIT, or the backend's work after one that succeeded: it may have committed, so its heads are
+        // signalled anyway (one signalled too high only makes pulls read; one never signalled could leave an empty
+        // page answered from memory over a stored item)
+        signalNewItems();
       }
       backend.rollback();
       clearHeads();
